@@ -1,0 +1,48 @@
+# The two commands a newcomer needs:  make demo   and   make test
+# Both bootstrap what they need: a virtualenv with kfed installed, and the Go-built
+# Kubernetes binaries (cached under ~/.cache/kfed, or $KFED_CACHE_DIR).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.kfed-installed
+
+.PHONY: demo test lint unit integration binaries crds clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok (once)
+binaries:
+	bash e2e/binaries/build.sh >/dev/null
+
+## lint: ruff, mypy (strict), import-linter layer contracts
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## test: lint, then every test (unit + integration on real control planes)
+test: $(STAMP) binaries lint
+	$(BIN)/pytest
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit
+
+integration: $(STAMP) binaries
+	$(BIN)/pytest tests/integration
+
+## demo: a full local federation (manager + 2 GPU workers), shown, then stopped
+demo: $(STAMP) binaries
+	$(BIN)/python -m e2e.demo $(DEMO_ARGS)
+
+## crds: regenerate crds/ from the pydantic models
+crds: $(STAMP)
+	$(BIN)/kfed crds --output crds/
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

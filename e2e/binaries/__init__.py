@@ -1,0 +1,71 @@
+"""Where the Go-built test-bed binaries live, and how to build them.
+
+The versions are pinned once, in ``versions.env`` beside this file; ``build.sh`` builds
+from the Go module proxy into a cache outside the repository (``$KFED_CACHE_DIR``, default
+``~/.cache/kfed``), keyed by version, so switching versions never mixes binaries.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+BUILD_SCRIPT = _HERE / "build.sh"
+VERSIONS_FILE = _HERE / "versions.env"
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    kubernetes: str
+    etcd: str
+    kwok: str
+
+
+def read_versions(path: Path = VERSIONS_FILE) -> Versions:
+    values: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip()
+    return Versions(
+        kubernetes=values["K8S_VERSION"], etcd=values["ETCD_VERSION"], kwok=values["KWOK_VERSION"]
+    )
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KFED_CACHE_DIR", Path.home() / ".cache" / "kfed"))
+
+
+class BinariesMissing(RuntimeError):
+    """The binaries are not built; the message says how to build them."""
+
+
+def _dir_of(binary: str, versions: Versions) -> Path:
+    root = cache_dir() / "bin"
+    if binary == "etcd":
+        return root / f"etcd-v{versions.etcd}"
+    if binary == "kwok":
+        return root / f"kwok-v{versions.kwok}"
+    return root / f"k8s-v{versions.kubernetes}"
+
+
+def path_of(binary: str) -> Path:
+    """Path of a built binary (kube-apiserver, kube-controller-manager, kube-scheduler,
+    kubectl, etcd, kwok); raises BinariesMissing when it has not been built yet."""
+    directory = _dir_of(binary, read_versions())
+    path = directory / binary
+    if not (directory / ".done").exists() or not path.exists():
+        raise BinariesMissing(
+            f"{binary} is not built in {directory}: run `bash {BUILD_SCRIPT}` "
+            "(or `make binaries`) first"
+        )
+    return path
+
+
+def ensure_built() -> None:
+    """Build whatever is missing (a no-op when everything is cached)."""
+    subprocess.run(["bash", str(BUILD_SCRIPT)], check=True, stdout=subprocess.DEVNULL)

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the local test-bed binaries from Go modules and caches them outside the repo:
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
+#   etcd                                                               (go.etcd.io/etcd/server/v3)
+#   kwok                                                               (sigs.k8s.io/kwok)
+# Idempotent: a binary set that is already built (its .done stamp exists) is skipped.
+# Cache root: $KFED_CACHE_DIR, default ~/.cache/kfed. Prints the bin directory last.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache=${KFED_CACHE_DIR:-$HOME/.cache/kfed}
+k8s_dir="$cache/bin/k8s-v$K8S_VERSION"
+etcd_dir="$cache/bin/etcd-v$ETCD_VERSION"
+kwok_dir="$cache/bin/kwok-v$KWOK_VERSION"
+work="$cache/build"
+
+say() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "Go is not installed or not on PATH. Install Go >= 1.24 (Debian: apt-get install golang-go, or the official toolchain) and run this again."
+go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+[ "${go_minor:-0}" -ge 24 ] || die "Go $(go env GOVERSION) is too old: Kubernetes v$K8S_VERSION needs Go >= 1.24."
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+
+fetch_failed() {
+  die "could not download $1 from the Go module proxy ($(go env GOPROXY)). Check that the proxy is reachable (GOPROXY, network) and run this again."
+}
+
+build_k8s() {
+  [ -f "$k8s_dir/.done" ] && { say "kubernetes v$K8S_VERSION: cached in $k8s_dir"; return; }
+  local mod="$work/k8s-v$K8S_VERSION" t0=$SECONDS
+  say "kubernetes v$K8S_VERSION: preparing module in $mod"
+  rm -rf "$mod" && mkdir -p "$mod" "$k8s_dir"
+  cd "$mod"
+  go mod init kfed.local/k8sbin >/dev/null 2>&1
+  local gomod
+  gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p') \
+    || fetch_failed "k8s.io/kubernetes@v$K8S_VERSION"
+  [ -n "$gomod" ] || fetch_failed "k8s.io/kubernetes@v$K8S_VERSION"
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 with replace lines pointing at
+  # ./staging; replace only applies in the main module, so we point each one at its published tag.
+  local staging="v0.${K8S_VERSION#1.}" n=0
+  for m in $(sed -n 's#^[[:space:]]*k8s.io/\([^ ]*\) => ./staging/src/k8s.io/.*#\1#p' "$gomod"); do
+    go mod edit "-replace=k8s.io/$m=k8s.io/$m@$staging"; n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || die "found no staging modules in $gomod: unexpected k8s.io/kubernetes layout"
+  say "kubernetes v$K8S_VERSION: $n staging modules replaced by $staging; resolving dependencies"
+  go get "k8s.io/kubernetes@v$K8S_VERSION" >/dev/null 2>&1 || fetch_failed "the dependencies of k8s.io/kubernetes@v$K8S_VERSION"
+  local minor=${K8S_VERSION#1.}; minor=${minor%%.*}
+  local ldf="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf="$ldf -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  say "kubernetes v$K8S_VERSION: compiling kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (the slow part)"
+  go build -trimpath -tags selinux,notest -ldflags "$ldf" -o "$k8s_dir/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+  touch "$k8s_dir/.done"
+  say "kubernetes v$K8S_VERSION: built in $((SECONDS - t0))s"
+}
+
+# Builds one main package of a module that cannot be `go install`ed (it has replace lines)
+# from a throwaway module of ours that requires it.
+build_tool() {  # name version module package out_dir
+  local name=$1 version=$2 module=$3 pkg=$4 out=$5
+  [ -f "$out/.done" ] && { say "$name $version: cached in $out"; return; }
+  local mod="$work/$name-$version" t0=$SECONDS
+  rm -rf "$mod" && mkdir -p "$mod" "$out"
+  cd "$mod"
+  go mod init "kfed.local/${name}bin" >/dev/null 2>&1
+  say "$name $version: resolving $module@$version"
+  go get "$module@$version" >/dev/null 2>&1 || fetch_failed "$module@$version"
+  say "$name $version: compiling"
+  go build -trimpath -ldflags "-s -w" -o "$out/$name" "$pkg"
+  touch "$out/.done"
+  say "$name $version: built in $((SECONDS - t0))s"
+}
+
+mkdir -p "$work"
+build_tool etcd "v$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "$etcd_dir"
+build_tool kwok "v$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_dir"
+build_k8s
+say "all binaries ready"
+echo "$k8s_dir:$etcd_dir:$kwok_dir"

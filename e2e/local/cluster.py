@@ -1,0 +1,391 @@
+"""One local Kubernetes control plane: etcd + kube-apiserver (TLS, client-certificate admin,
+RBAC on), plus, in full mode, kube-controller-manager, kube-scheduler and kwok with fake GPU
+nodes so that Jobs really get pods scheduled and completed."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import socket
+import ssl
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import binaries
+from e2e.local import pki
+from e2e.local.process import ManagedProcess
+
+STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
+# Nodes kwok manages carry this annotation; kwok leaves every other node alone.
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+
+
+class ClusterStartError(RuntimeError):
+    """A control-plane process did not come up; the message carries its log tail."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """``count`` identical kwok nodes named ``<cluster>-<name>-<i>``."""
+
+    name: str
+    count: int
+    labels: dict[str, str]
+    capacity: dict[str, str]
+
+
+@dataclass(slots=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel calls free right now; all sockets are held until every port is
+    picked, so the list has no duplicates."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@dataclass
+class LocalCluster:
+    name: str
+    directory: Path
+    ports: Ports
+    full: bool = False
+    nodes: list[NodeGroup] = field(default_factory=list)
+    tie_to_parent: bool = False
+    processes: dict[str, ManagedProcess] = field(default_factory=dict)
+
+    # -- files -------------------------------------------------------------------------
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.directory / "kubeconfig"
+
+    @property
+    def _pki(self) -> Path:
+        return self.directory / "pki"
+
+    def prepare(self) -> None:
+        """Write certificates and the admin kubeconfig (with embedded data, no file paths,
+        so it can be handed to kfed as a Secret unchanged)."""
+        self._pki.mkdir(parents=True, exist_ok=True)
+        ca = pki.CertificateAuthority(f"kfed-{self.name}-ca")
+        ca.pair.write(self._pki, "ca")
+        ca.issue("kube-apiserver", server_hosts=("127.0.0.1", "localhost", "10.0.0.1")).write(
+            self._pki, "apiserver"
+        )
+        admin = ca.issue("kfed-admin", organization="system:masters")
+        admin.write(self._pki, "admin")
+        pki.service_account_keys().write(self._pki, "sa")
+        self.kubeconfig.write_text(
+            yaml.safe_dump(kubeconfig_dict(self.name, self.server, ca.pair.cert_pem, admin))
+        )
+        self.kubeconfig.chmod(0o600)
+
+    # -- processes ---------------------------------------------------------------------
+
+    def _process(self, role: str, argv: list[str]) -> ManagedProcess:
+        proc = ManagedProcess(
+            role=role,
+            argv=argv,
+            log_path=self.directory / "logs" / f"{role}.log",
+            tie_to_parent=self.tie_to_parent,
+        )
+        self.processes[role] = proc
+        proc.start()
+        return proc
+
+    def start_etcd(self) -> None:
+        p = self.ports
+        self._process(
+            "etcd",
+            [
+                str(binaries.path_of("etcd")),
+                f"--name={self.name}",
+                f"--data-dir={self.directory / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
+                f"--advertise-client-urls=http://127.0.0.1:{p.etcd_client}",
+                f"--listen-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+                f"--initial-cluster={self.name}=http://127.0.0.1:{p.etcd_peer}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+
+    def start_apiserver(self) -> None:
+        d = self._pki
+        self._process(
+            "kube-apiserver",
+            [
+                str(binaries.path_of("kube-apiserver")),
+                f"--etcd-servers=http://127.0.0.1:{self.ports.etcd_client}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.ports.apiserver}",
+                f"--cert-dir={d}",
+                f"--tls-cert-file={d / 'apiserver.crt'}",
+                f"--tls-private-key-file={d / 'apiserver.key'}",
+                f"--client-ca-file={d / 'ca.crt'}",
+                "--authorization-mode=Node,RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-account-issuer=https://127.0.0.1:{self.ports.apiserver}",
+                f"--service-account-key-file={d / 'sa.crt'}",
+                f"--service-account-signing-key-file={d / 'sa.key'}",
+                # No kube-controller-manager token controller runs, so pods must not need a
+                # ServiceAccount token; no node-lifecycle controller runs to lift the not-ready
+                # taint that TaintNodesByCondition puts on new nodes.
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                "--allow-privileged=true",
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+                "--v=0",
+            ],
+        )
+
+    def start_full_mode(self) -> None:
+        kubeconfig = str(self.kubeconfig)
+        self._process(
+            "kube-controller-manager",
+            [
+                str(binaries.path_of("kube-controller-manager")),
+                f"--kubeconfig={kubeconfig}",
+                # Only what Jobs need. No node-lifecycle controller: kwok nodes send no real
+                # heartbeats and must not be tainted or evicted.
+                "--controllers=job-controller,garbage-collector-controller,"
+                "namespace-controller,ttl-after-finished-controller,pod-garbage-collector-controller",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--concurrent-job-syncs=10",
+                "--v=0",
+            ],
+        )
+        self._process(
+            "kube-scheduler",
+            [
+                str(binaries.path_of("kube-scheduler")),
+                f"--kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--v=0",
+            ],
+        )
+        key, value = KWOK_NODE_ANNOTATION
+        self._process(
+            "kwok",
+            [
+                str(binaries.path_of("kwok")),
+                f"--kubeconfig={kubeconfig}",
+                f"--config={STAGES_FILE}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={key}={value}",
+                "--cidr=10.244.0.1/16",
+                "--node-ip=10.255.0.1",
+            ],
+        )
+
+    def stop_role(self, role: str, *, kill: bool = False) -> None:
+        proc = self.processes.get(role)
+        if proc is not None:
+            proc.kill() if kill else proc.stop()
+
+    def restart_role(self, role: str) -> None:
+        """Start a stopped process again with the same command line (same ports, same data)."""
+        proc = self.processes[role]
+        proc.stop()
+        proc.start()
+
+    def stop(self) -> None:
+        # Dependants first: kwok and controllers, then the apiserver, then etcd.
+        for role in reversed(list(self.processes)):
+            self.processes[role].stop()
+
+    # -- readiness ---------------------------------------------------------------------
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self._pki / "ca.crt"))
+        ctx.load_cert_chain(str(self._pki / "admin.crt"), str(self._pki / "admin.key"))
+        return ctx
+
+    def api_get(self, path: str, *, timeout: float = 5.0) -> tuple[int, bytes]:
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", self.ports.apiserver, context=self._ssl_context(), timeout=timeout
+        )
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def is_ready(self) -> bool:
+        try:
+            status, _ = self.api_get("/readyz", timeout=2)
+        except (OSError, http.client.HTTPException):
+            return False
+        return status == 200
+
+    def wait_ready(self, *, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for proc in self.processes.values():
+                if not proc.alive:
+                    raise ClusterStartError(
+                        f"{self.name}: {proc.role} exited (code {proc.exit_code()}); "
+                        f"log {proc.log_path}:\n{proc.log_tail()}"
+                    )
+            if self.is_ready():
+                return
+            time.sleep(0.2)
+        raise ClusterStartError(
+            f"{self.name}: kube-apiserver not ready within {timeout:.0f}s; "
+            f"log {self.processes['kube-apiserver'].log_path}"
+        )
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def node_manifests(self) -> list[dict[str, Any]]:
+        key, value = KWOK_NODE_ANNOTATION
+        manifests = []
+        for group in self.nodes:
+            for i in range(group.count):
+                name = f"{self.name}-{group.name}-{i}"
+                manifests.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Node",
+                        "metadata": {
+                            "name": name,
+                            "annotations": {key: value},
+                            "labels": {
+                                **group.labels,
+                                "type": "kwok",
+                                "kubernetes.io/hostname": name,
+                                "kubernetes.io/os": "linux",
+                                "kubernetes.io/arch": "amd64",
+                            },
+                        },
+                        "status": {"capacity": group.capacity, "allocatable": group.capacity},
+                    }
+                )
+        return manifests
+
+    def create_nodes(self) -> None:
+        manifests = self.node_manifests()
+        if manifests:
+            docs = {"apiVersion": "v1", "kind": "List", "items": manifests}
+            self.kubectl("apply", "-f", "-", input=json.dumps(docs))
+
+    def wait_nodes_ready(self, *, timeout: float = 60.0) -> None:
+        wanted = {m["metadata"]["name"] for m in self.node_manifests()}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status, body = self.api_get("/api/v1/nodes")
+            if status == 200:
+                ready = {
+                    item["metadata"]["name"]
+                    for item in json.loads(body)["items"]
+                    if any(
+                        c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in item.get("status", {}).get("conditions", [])
+                    )
+                }
+                if wanted <= ready:
+                    return
+            time.sleep(0.2)
+        raise ClusterStartError(f"{self.name}: kwok nodes not Ready within {timeout:.0f}s")
+
+    # -- kubectl -----------------------------------------------------------------------
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(binaries.path_of("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check and result.returncode != 0:
+            raise subprocess.CalledProcessError(
+                result.returncode, result.args, result.stdout, result.stderr
+            )
+        return result
+
+    # -- state -------------------------------------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "directory": str(self.directory),
+            "ports": asdict(self.ports),
+            "full": self.full,
+            "server": self.server,
+            "kubeconfig": str(self.kubeconfig),
+            "nodes": [asdict(n) for n in self.nodes],
+            "processes": {
+                role: {"pid": p.pid, "argv": p.argv, "log": str(p.log_path)}
+                for role, p in self.processes.items()
+            },
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> LocalCluster:
+        cluster = cls(
+            name=state["name"],
+            directory=Path(state["directory"]),
+            ports=Ports(**state["ports"]),
+            full=state["full"],
+            nodes=[NodeGroup(**n) for n in state["nodes"]],
+        )
+        for role, p in state["processes"].items():
+            proc = ManagedProcess(role=role, argv=p["argv"], log_path=Path(p["log"]))
+            proc.pid = p["pid"]
+            cluster.processes[role] = proc
+        return cluster
+
+
+def kubeconfig_dict(name: str, server: str, ca_pem: bytes, user: pki.KeyPair) -> dict[str, Any]:
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)}}
+        ],
+        "users": [
+            {
+                "name": f"{name}-admin",
+                "user": {
+                    "client-certificate-data": b64(user.cert_pem),
+                    "client-key-data": b64(user.key_pem),
+                },
+            }
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}],
+        "current-context": name,
+    }

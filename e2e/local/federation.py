@@ -1,0 +1,234 @@
+"""A local federation: one manager and N worker control planes on loopback, with its state in
+one directory so that another process (``python -m e2e status|down``) can find it again and
+so that a crashed run is cleaned up by the next ``up`` or ``down`` of the same name."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import binaries
+from e2e.local.cluster import LocalCluster, NodeGroup, Ports, free_ports
+from e2e.local.process import cmdline_of, pid_alive, terminate_group
+
+DEFAULT_NODES_FILE = Path(__file__).with_name("nodes.yaml")
+MANAGER = "manager"
+
+
+def state_root() -> Path:
+    return Path(os.environ.get("KFED_STATE_DIR", binaries.cache_dir() / "clusters"))
+
+
+def worker_names(count: int) -> list[str]:
+    return [f"worker-{i}" for i in range(1, count + 1)]
+
+
+def load_node_sets(path: Path, clusters: list[str]) -> dict[str, list[NodeGroup]]:
+    """Node groups per cluster from a YAML file (see nodes.yaml for the shape)."""
+    raw = yaml.safe_load(path.read_text()) or {}
+    by_cluster: dict[str, Any] = raw.get("clusters", {})
+    result: dict[str, list[NodeGroup]] = {}
+    for cluster in clusters:
+        entries = by_cluster.get(cluster)
+        if entries is None and cluster != MANAGER:
+            entries = by_cluster.get("default", [])
+        result[cluster] = [
+            NodeGroup(
+                name=str(e["name"]),
+                count=int(e.get("count", 1)),
+                labels={str(k): str(v) for k, v in (e.get("labels") or {}).items()},
+                capacity={str(k): str(v) for k, v in (e.get("capacity") or {}).items()},
+            )
+            for e in entries or []
+        ]
+    return result
+
+
+class LocalFederation:
+    def __init__(
+        self,
+        name: str,
+        *,
+        workers: int = 2,
+        full: bool = False,
+        nodes_file: Path | None = None,
+        root: Path | None = None,
+        tie_to_parent: bool = False,
+    ) -> None:
+        self.name = name
+        self.directory = (root or state_root()) / name
+        self.full = full
+        self.tie_to_parent = tie_to_parent
+        names = [MANAGER, *worker_names(workers)]
+        node_sets = load_node_sets(nodes_file or DEFAULT_NODES_FILE, names) if full else {}
+        self.clusters: dict[str, LocalCluster] = {}
+        ports = iter(free_ports(3 * len(names)))
+        for cluster_name in names:
+            self.clusters[cluster_name] = LocalCluster(
+                name=cluster_name,
+                directory=self.directory / cluster_name,
+                ports=Ports(next(ports), next(ports), next(ports)),
+                full=full,
+                nodes=node_sets.get(cluster_name, []),
+                tie_to_parent=tie_to_parent,
+            )
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def up(self, *, progress: bool = False) -> float:
+        """Start every cluster, wait until all are ready; returns the seconds it took.
+        On failure everything started is stopped again before the error propagates."""
+        say = _printer(progress)
+        cleanup_directory(self.directory)
+        self.directory.mkdir(parents=True)
+        started = time.monotonic()
+        try:
+            for cluster in self.clusters.values():
+                cluster.prepare()
+            say(f"starting etcd + kube-apiserver for {', '.join(self.clusters)}")
+            for cluster in self.clusters.values():
+                cluster.start_etcd()
+                cluster.start_apiserver()
+            self.save_state()
+            for cluster in self.clusters.values():
+                cluster.wait_ready()
+                say(f"{cluster.name}: kube-apiserver ready at {cluster.server}")
+            if self.full:
+                for cluster in self.clusters.values():
+                    cluster.start_full_mode()
+                    cluster.create_nodes()
+                self.save_state()
+                for cluster in self.clusters.values():
+                    cluster.wait_nodes_ready()
+                    count = sum(g.count for g in cluster.nodes)
+                    say(f"{cluster.name}: controller-manager, scheduler, kwok up; {count} nodes")
+        except BaseException:
+            self.down()
+            raise
+        self.save_state()
+        return time.monotonic() - started
+
+    def down(self) -> None:
+        for cluster in self.clusters.values():
+            cluster.stop()
+        cleanup_directory(self.directory)
+
+    def __enter__(self) -> LocalFederation:
+        self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    # -- access ------------------------------------------------------------------------
+
+    def cluster(self, name: str) -> LocalCluster:
+        try:
+            return self.clusters[name]
+        except KeyError:
+            raise KeyError(f"no cluster {name!r}; have {', '.join(self.clusters)}") from None
+
+    @property
+    def workers(self) -> list[LocalCluster]:
+        return [c for name, c in self.clusters.items() if name != MANAGER]
+
+    def kubeconfig(self, cluster: str) -> Path:
+        return self.cluster(cluster).kubeconfig
+
+    def kubectl(
+        self, cluster: str, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return self.cluster(cluster).kubectl(*args, input=input, check=check)
+
+    def __iter__(self) -> Iterator[LocalCluster]:
+        return iter(self.clusters.values())
+
+    # -- state -------------------------------------------------------------------------
+
+    @property
+    def state_file(self) -> Path:
+        return self.directory / "state.json"
+
+    def save_state(self) -> None:
+        state = {
+            "name": self.name,
+            "full": self.full,
+            "clusters": {n: c.to_state() for n, c in self.clusters.items()},
+        }
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(self.state_file)
+
+    @classmethod
+    def load(cls, name: str, *, root: Path | None = None) -> LocalFederation:
+        directory = (root or state_root()) / name
+        try:
+            state = json.loads((directory / "state.json").read_text())
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"no local federation named {name!r} in {directory.parent}"
+            ) from None
+        fed = cls.__new__(cls)
+        fed.name = name
+        fed.directory = directory
+        fed.full = state["full"]
+        fed.tie_to_parent = False
+        fed.clusters = {n: LocalCluster.from_state(c) for n, c in state["clusters"].items()}
+        return fed
+
+    def status(self) -> list[dict[str, Any]]:
+        rows = []
+        for cluster in self.clusters.values():
+            rows.append(
+                {
+                    "cluster": cluster.name,
+                    "server": cluster.server,
+                    "ready": cluster.is_ready(),
+                    "kubeconfig": str(cluster.kubeconfig),
+                    "processes": {
+                        role: {"pid": p.pid, "alive": p.pid is not None and pid_alive(p.pid)}
+                        for role, p in cluster.processes.items()
+                    },
+                }
+            )
+        return rows
+
+
+def processes_under(directory: Path) -> list[int]:
+    """Pids of running processes whose command line names a path inside ``directory``:
+    found from /proc, so it works even when a crashed run never wrote its state file."""
+    marker = str(directory) + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if (
+            entry.name.isdigit()
+            and int(entry.name) != os.getpid()
+            and marker in cmdline_of(int(entry.name))
+        ):
+            found.append(int(entry.name))
+    return found
+
+
+def cleanup_directory(directory: Path) -> None:
+    """Stop every process a previous run left under ``directory`` and remove it."""
+    for pid in processes_under(directory):
+        terminate_group(pid, grace=3)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _printer(enabled: bool) -> Any:
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        if enabled:
+            print(f"[{time.monotonic() - started:5.1f}s] {message}", flush=True)
+
+    return say

@@ -1,0 +1,1 @@
+"""kfed manager: global queues, capacity-aware dispatch and failover across worker clusters."""

@@ -1,0 +1,263 @@
+"""One small, typed path for every call kfed makes to a Kubernetes API server.
+
+Built on kubernetes_asyncio's ApiClient (TLS, client certificates, tokens) but speaking plain
+JSON dicts through ``call_api``, so that Kueue's custom resources and core kinds go through
+the same code. Every non-watch call has a timeout and a bounded, jittered retry for transient
+errors; every error is one of ``errors``' classes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+import aiohttp
+from kubernetes_asyncio import config
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from manager.kube import errors
+from manager.kube.backoff import retrying
+from manager.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+PatchKind = Literal["merge", "json", "strategic", "apply"]
+_CONTENT_TYPES: dict[PatchKind, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+FIELD_MANAGER = "kfed"
+
+
+class KubeApi:
+    def __init__(self, client: ApiClient, *, name: str = "", request_timeout: float = 15.0) -> None:
+        self.client = client
+        self.name = name
+        self.request_timeout = request_timeout
+
+    @classmethod
+    async def from_kubeconfig_file(
+        cls, path: Path | str, *, context: str | None = None, name: str = ""
+    ) -> KubeApi:
+        client = await config.new_client_from_config(config_file=str(path), context=context)
+        return cls(client, name=name or str(context or path))
+
+    @classmethod
+    async def from_kubeconfig_dict(
+        cls, kubeconfig: dict[str, Any], *, context: str | None = None, name: str = ""
+    ) -> KubeApi:
+        client = await config.new_client_from_config_dict(kubeconfig, context=context)
+        return cls(client, name=name)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def __aenter__(self) -> KubeApi:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- transport ---------------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: aiohttp.ClientTimeout | float | None = None,
+    ) -> aiohttp.ClientResponse:
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        try:
+            response: aiohttp.ClientResponse = await self.client.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self.request_timeout,
+            )
+        except ApiException as err:  # raised by the client only for preloaded content
+            raise errors.from_status(err.status or 0, err.body) from err
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            raise errors.Unreachable(
+                f"{self.name or 'cluster'}: {type(err).__name__}: {err}"
+            ) from err
+        if response.status >= 400:
+            data = await response.read()
+            response.release()
+            raise errors.from_status(
+                response.status, data, retry_after=response.headers.get("Retry-After")
+            )
+        return response
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Obj:
+        async for attempt in retrying():
+            with attempt:
+                response = await self._send(
+                    method, path, query=query, body=body, content_type=content_type
+                )
+                try:
+                    data = await response.read()
+                except (TimeoutError, aiohttp.ClientError) as err:
+                    raise errors.Unreachable(f"{self.name}: reading response: {err}") from err
+                finally:
+                    response.release()
+                return json.loads(data) if data else {}
+        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+    # -- verbs -------------------------------------------------------------------------
+
+    async def get(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> Obj:
+        return await self.request("GET", res.path(namespace, name, subresource))
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> Obj:
+        """All items, paginated; the result's metadata.resourceVersion is the list's."""
+        query: dict[str, Any] = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "limit": page_size,
+        }
+        items: list[Obj] = []
+        while True:
+            page = await self.request("GET", res.path(namespace), query=query)
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                page["items"] = items
+                return page
+            query["continue"] = token
+
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        ns = namespace or body.get("metadata", {}).get("namespace")
+        return await self.request("POST", res.path(ns), body=body)
+
+    async def replace(self, res: Resource, body: Obj, *, subresource: str | None = None) -> Obj:
+        meta = body["metadata"]
+        return await self.request(
+            "PUT", res.path(meta.get("namespace"), meta["name"], subresource), body=body
+        )
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        kind: PatchKind = "merge",
+        subresource: str | None = None,
+        field_manager: str = FIELD_MANAGER,
+        force: bool = False,
+    ) -> Obj:
+        query: dict[str, Any] = {"fieldManager": field_manager}
+        if kind == "apply" and force:
+            query["force"] = "true"
+        return await self.request(
+            "PATCH",
+            res.path(namespace, name, subresource),
+            query=query,
+            body=patch,
+            content_type=_CONTENT_TYPES[kind],
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str = "Background",
+        uid: str | None = None,
+    ) -> bool:
+        """Delete; False when it was already gone. ``uid`` makes it delete only that object."""
+        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            await self.request("DELETE", res.path(namespace, name), body=body)
+        except errors.NotFound:
+            return False
+        return True
+
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        label_selector: str | None = None,
+        read_timeout: float | None = None,
+    ) -> AsyncIterator[Obj]:
+        """Raw watch events (``{"type": ..., "object": ...}``), bookmarks included, until the
+        server ends the stream. An ERROR event becomes the matching exception (410 -> Gone)."""
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": timeout_seconds,
+            "labelSelector": label_selector,
+        }
+        timeout = aiohttp.ClientTimeout(
+            connect=10, sock_connect=10, sock_read=read_timeout or timeout_seconds + 30
+        )
+        response = await self._send("GET", res.path(namespace), query=query, timeout=timeout)
+        try:
+            while True:
+                try:
+                    line = await response.content.readline()
+                except (TimeoutError, aiohttp.ClientError, OSError) as err:
+                    raise errors.Unreachable(
+                        f"{self.name}: watch {res.plural}: {type(err).__name__}: {err}"
+                    ) from err
+                if not line:
+                    return
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise errors.from_status(int(status.get("code") or 500), status)
+                yield event
+        finally:
+            response.release()
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,213 @@
+"""An informer: a local cache of one kind of object kept current by list-then-watch.
+
+The loop, after kopf and client-go:
+
+1. list everything (retried with backoff while the server is unreachable), diff it against
+   the cache and emit the differences as events, so consumers see deletions that happened
+   while nobody watched;
+2. watch from the list's resourceVersion with bookmarks on; a bookmark only moves the
+   resourceVersion forward; when the server ends the stream (its timeout), watch again from
+   the last resourceVersion;
+3. on 410 Gone, list again at once; on any other failure, mark the informer disconnected,
+   wait a jittered, capped backoff and list again.
+
+Handlers run in event order, one at a time, and must not block for long: they typically put a
+key on a work queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from manager.kube import errors
+from manager.kube.api import KubeApi, Obj
+from manager.kube.backoff import Backoff
+from manager.kube.resources import Resource, key_of
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: EventType
+    key: str
+    obj: Obj
+    old: Obj | None = None
+
+
+Handler = Callable[[Event], Awaitable[None] | None]
+
+
+@dataclass
+class InformerStats:
+    lists: int = 0
+    watches: int = 0
+    bookmarks: int = 0
+    gone: int = 0
+    errors: int = 0
+    last_error: str | None = None
+    connected: bool = False
+    disconnected_since: float | None = None
+
+
+class Informer:
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        watch_timeout: int = 290,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff or Backoff()
+        self.cache: dict[str, Obj] = {}
+        self.synced = asyncio.Event()
+        self.stats = InformerStats()
+        self._handlers: list[Handler] = []
+        self._resource_version = ""
+
+    def __repr__(self) -> str:
+        return f"<Informer {self.api.name}/{self.resource.plural}>"
+
+    def subscribe(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def get(self, key: str) -> Obj | None:
+        return self.cache.get(key)
+
+    def items(self) -> list[Obj]:
+        return list(self.cache.values())
+
+    async def run(self) -> None:
+        """Run until cancelled. Never raises for API trouble: it reports it in ``stats``."""
+        while True:
+            try:
+                await self._list()
+                self.backoff.reset()
+                await self._watch_until_gone()
+            except errors.KubeError as err:
+                self._disconnected(err)
+                delay = self.backoff.next_delay()
+                log.info("%r: %s; listing again in %.2fs", self, err, delay)
+                await asyncio.sleep(delay)
+
+    def _disconnected(self, err: Exception) -> None:
+        self.stats.errors += 1
+        self.stats.last_error = str(err)
+        if self.stats.connected or self.stats.disconnected_since is None:
+            self.stats.disconnected_since = time.monotonic()
+        self.stats.connected = False
+
+    async def _list(self) -> None:
+        listing = await self.api.list(
+            self.resource, self.namespace, label_selector=self.label_selector
+        )
+        self.stats.lists += 1
+        self.stats.connected = True
+        self.stats.disconnected_since = None
+        self._resource_version = listing["metadata"]["resourceVersion"]
+        fresh = {key_of(obj): _with_kind(obj, self.resource) for obj in listing["items"]}
+        for key in [k for k in self.cache if k not in fresh]:
+            await self._emit(Event("DELETED", key, self.cache.pop(key)))
+        for key, obj in fresh.items():
+            old = self.cache.get(key)
+            self.cache[key] = obj
+            if old is None:
+                await self._emit(Event("ADDED", key, obj))
+            elif _rv(old) != _rv(obj):
+                await self._emit(Event("MODIFIED", key, obj, old))
+        self.synced.set()
+
+    async def _watch_until_gone(self) -> None:
+        while True:
+            # Spread re-watches of many informers over time.
+            timeout = int(self.watch_timeout * random.uniform(0.9, 1.0))
+            self.stats.watches += 1
+            try:
+                async for raw in self.api.watch(
+                    self.resource,
+                    self.namespace,
+                    resource_version=self._resource_version,
+                    timeout_seconds=timeout,
+                    label_selector=self.label_selector,
+                ):
+                    await self._apply(raw)
+            except errors.Gone:
+                self.stats.gone += 1
+                log.info(
+                    "%r: resourceVersion %s is too old; listing again", self, self._resource_version
+                )
+                return
+
+    async def _apply(self, raw: dict[str, Any]) -> None:
+        kind, obj = raw.get("type"), raw.get("object") or {}
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind == "BOOKMARK":
+            self.stats.bookmarks += 1
+            if rv:
+                self._resource_version = rv
+            return
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("%r: ignoring watch event of type %r", self, kind)
+            return
+        obj = _with_kind(obj, self.resource)
+        key = key_of(obj)
+        if rv:
+            self._resource_version = rv
+        if kind == "DELETED":
+            old = self.cache.pop(key, None)
+            await self._emit(Event("DELETED", key, obj, old))
+        else:
+            old = self.cache.get(key)
+            self.cache[key] = obj
+            await self._emit(Event("ADDED" if old is None else "MODIFIED", key, obj, old))
+
+    async def _emit(self, event: Event) -> None:
+        for handler in self._handlers:
+            try:
+                result = handler(event)
+                if result is not None:
+                    await result
+            except Exception:  # a handler bug must not kill the watch
+                log.exception(
+                    "%r: handler %r failed on %s %s", self, handler, event.type, event.key
+                )
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _with_kind(obj: Obj, resource: Resource) -> Obj:
+    # List items carry no apiVersion/kind; watch objects do. Make both look the same.
+    obj.setdefault("apiVersion", resource.api_version)
+    obj.setdefault("kind", resource.kind)
+    return obj
+
+
+async def run_until_cancelled(*informers: Informer) -> None:
+    tasks = [asyncio.create_task(i.run(), name=repr(i)) for i in informers]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
