@@ -3,6 +3,7 @@ to their own namespaces and uniquely named cluster-scoped objects), per-cluster
 kubernetes_asyncio clients, and unique names.
 
 - ``lite_clusters``: manager + 2 workers, etcd + kube-apiserver only (starts in seconds).
+- ``kueue_crds``: the lite clusters with kfed's CRDs (``crds/``) installed and served.
 - ``full_federation``: opt-in; manager + 2 workers with controller-manager, scheduler and kwok
   fake GPU nodes (worker-1: gpu.model=rtx-a1000, worker-2: gpu.model=h100).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from e2e import binaries
 from e2e.local.federation import LocalFederation
+from e2e.waiting import wait_for_sync
+from manager.api.kinds import KUEUE_KINDS
 
 TESTS = Path(__file__).resolve().parent
 
@@ -91,3 +94,40 @@ async def manager_api(kube_clients: dict[str, ApiClient]) -> ApiClient:
 def unique() -> str:
     """A short suffix that keeps this test's object names apart from other tests'."""
     return uuid.uuid4().hex[:8]
+
+
+REPO = TESTS.parent
+CRDS = REPO / "crds"
+
+
+@pytest.fixture(scope="session")
+def kueue_crds(lite_clusters: LocalFederation) -> LocalFederation:
+    """The lite clusters, with ``crds/`` applied and every kind served."""
+    for cluster in ("manager", "worker-1", "worker-2"):
+        lite_clusters.kubectl(
+            cluster,
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=kfed-crds",
+            "-f",
+            str(CRDS),
+        )
+        lite_clusters.kubectl(
+            cluster, "wait", "--for=condition=Established", "--timeout=60s", "-f", str(CRDS)
+        )
+        for kind in KUEUE_KINDS:
+            plural = f"{kind.resource.plural}.{kind.resource.group}"
+            wait_for_sync(
+                _served(lite_clusters, cluster, plural),
+                timeout=60,
+                what=f"{plural} served by {cluster}",
+            )
+    return lite_clusters
+
+
+def _served(clusters: LocalFederation, cluster: str, plural: str) -> Callable[[], bool]:
+    def check() -> bool:
+        return clusters.kubectl(cluster, "get", plural, "-A", check=False).returncode == 0
+
+    return check

@@ -1,0 +1,142 @@
+"""kfed's CRDs agree with upstream Kueue's, and every difference is written down.
+
+For each kind, against upstream's generated v1beta2 CRD (Kueue v0.19.2, kept beside the
+repository in ``shared/reference/``):
+
+- every field kfed declares exists upstream with the same type, format, enum and default;
+- every upstream field kfed does not declare is listed in docs/api.md's table of
+  unsupported fields (or lies under a part of kfed's schema that keeps unknown fields);
+- every entry of that table is really absent from kfed and present upstream.
+
+And docs/api.md mentions every field kfed declares.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from manager.api import crdgen
+from manager.api.kinds import KUEUE_KINDS
+from manager.api.meta import KubeObject
+
+REPO = Path(__file__).resolve().parents[3]
+UPSTREAM = REPO.parent / "shared" / "reference" / "upstream-crds-v0.19.2"
+API_DOC = REPO / "docs" / "api.md"
+
+KINDS = pytest.mark.parametrize("kind", KUEUE_KINDS, ids=lambda k: k.__name__)
+
+
+def _flatten(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, node) for every node; lists add ``[]`` and maps ``{}`` to the path."""
+    yield path, schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from _flatten(sub, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        yield from _flatten(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _flatten(schema["additionalProperties"], f"{path}{{}}")
+
+
+def _shape(node: dict[str, Any]) -> dict[str, Any]:
+    """What must agree: type (int-or-string counts as one type), format, enum, default."""
+    return {
+        "type": "int-or-string" if node.get("x-kubernetes-int-or-string") else node.get("type"),
+        "format": node.get("format"),
+        "enum": sorted(node["enum"]) if "enum" in node else None,
+        "default": node.get("default"),
+    }
+
+
+def _upstream(kind: type[KubeObject]) -> dict[str, dict[str, Any]]:
+    if not UPSTREAM.is_dir():
+        pytest.skip(f"upstream reference CRDs not found at {UPSTREAM} (shared/ beside the repo)")
+    crd = yaml.safe_load((UPSTREAM / crdgen.file_name(kind)).read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
+    return dict(_flatten(version["schema"]["openAPIV3Schema"]))
+
+
+def _ours(kind: type[KubeObject]) -> dict[str, dict[str, Any]]:
+    return dict(_flatten(crdgen.openapi_schema(kind)))
+
+
+def _unsupported() -> dict[str, set[str]]:
+    """The table between the unsupported-fields markers in docs/api.md, by kind."""
+    text = API_DOC.read_text()
+    block = re.search(
+        r"<!-- unsupported-fields:begin -->(.*)<!-- unsupported-fields:end -->", text, re.S
+    )
+    assert block, "docs/api.md lost its unsupported-fields table"
+    table: dict[str, set[str]] = {}
+    for kind, field in re.findall(r"^\| (\w+) \| `([^`]+)` \|", block.group(1), re.M):
+        table.setdefault(kind, set()).add(field)
+    return table
+
+
+def _under(path: str, prefixes: set[str]) -> bool:
+    return any(path == p or path.startswith((f"{p}.", f"{p}[]", f"{p}{{}}")) for p in prefixes)
+
+
+@KINDS
+def test_every_kfed_field_matches_upstream(kind: type[KubeObject]) -> None:
+    upstream = _upstream(kind)
+    mismatches = []
+    for path, node in _ours(kind).items():
+        if path not in upstream:
+            mismatches.append(f"{path}: not an upstream field")
+        elif _shape(node) != _shape(upstream[path]):
+            mismatches.append(f"{path}: kfed {_shape(node)} != upstream {_shape(upstream[path])}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+@KINDS
+def test_every_upstream_field_is_served_or_documented(kind: type[KubeObject]) -> None:
+    upstream = _upstream(kind)
+    ours = _ours(kind)
+    kept = {path for path, node in ours.items() if node.get("x-kubernetes-preserve-unknown-fields")}
+    listed = _unsupported().get(kind.resource.kind, set())
+    undocumented = [
+        path
+        for path in upstream
+        if path not in ours and not _under(path, listed) and not _under(path, kept)
+    ]
+    assert not undocumented, (
+        "upstream fields neither served nor listed in docs/api.md:\n" + "\n".join(undocumented)
+    )
+
+
+@KINDS
+def test_documented_gaps_are_real(kind: type[KubeObject]) -> None:
+    upstream = _upstream(kind)
+    ours = _ours(kind)
+    for path in _unsupported().get(kind.resource.kind, set()):
+        assert path in upstream, f"docs/api.md lists {path}, which upstream does not have"
+        assert path not in ours, f"docs/api.md lists {path} as unsupported, but kfed serves it"
+
+
+def test_the_unsupported_table_names_only_served_kinds() -> None:
+    assert set(_unsupported()) <= {k.resource.kind for k in KUEUE_KINDS}
+
+
+@KINDS
+def test_docs_describe_every_field(kind: type[KubeObject]) -> None:
+    text = API_DOC.read_text()
+    template = ".spec.podSets[].template"
+    missing = []
+    for path in _ours(kind):
+        if path in ("", ".apiVersion", ".kind", ".metadata") or path.endswith(("{}", "[]")):
+            continue
+        if ".conditions[]." in path:
+            documented = f"`{path.rsplit('.', 1)[-1]}`" in text  # the shared Conditions table
+        elif path.startswith(template + "."):
+            documented = f"`{path[len(template) :]}`" in text  # the Pod template table
+        else:
+            documented = f"`{path}`" in text
+        if not documented:
+            missing.append(path)
+    assert not missing, "fields missing from docs/api.md:\n" + "\n".join(missing)
