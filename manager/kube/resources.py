@@ -5,6 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from manager.api.admissioncheck import AdmissionCheck
+from manager.api.batch import Job
+from manager.api.clusterqueue import ClusterQueue
+from manager.api.cohort import Cohort
+from manager.api.localqueue import LocalQueue
+from manager.api.meta import ResourceInfo
+from manager.api.multikueue import MultiKueueCluster, MultiKueueConfig
+from manager.api.priorityclass import WorkloadPriorityClass
+from manager.api.resourceflavor import ResourceFlavor
+from manager.api.workload import Workload
+
 
 @dataclass(frozen=True, slots=True)
 class Resource:
@@ -40,8 +51,10 @@ def key_of(obj: dict[str, object]) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
-KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_VERSION = "v1beta2"
+def of(info: ResourceInfo) -> Resource:
+    """The descriptor of a kind the api package models (its ``resource`` class attribute)."""
+    return Resource(info.group, info.version, info.plural, info.kind, info.namespaced)
+
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 NODES = Resource("", "v1", "nodes", "Node", False)
@@ -49,7 +62,6 @@ PODS = Resource("", "v1", "pods", "Pod", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
 EVENTS = Resource("", "v1", "events", "Event", True)
-JOBS = Resource("batch", "v1", "jobs", "Job", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
@@ -62,18 +74,13 @@ MUTATING_WEBHOOKS = Resource(
     False,
 )
 
-RESOURCE_FLAVORS = Resource(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", False)
-CLUSTER_QUEUES = Resource(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", "ClusterQueue", False)
-LOCAL_QUEUES = Resource(KUEUE_GROUP, KUEUE_VERSION, "localqueues", "LocalQueue", True)
-WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload", True)
-WORKLOAD_PRIORITY_CLASSES = Resource(
-    KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass", False
-)
-COHORTS = Resource(KUEUE_GROUP, KUEUE_VERSION, "cohorts", "Cohort", False)
-ADMISSION_CHECKS = Resource(KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", "AdmissionCheck", False)
-MULTIKUEUE_CONFIGS = Resource(
-    KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", "MultiKueueConfig", False
-)
-MULTIKUEUE_CLUSTERS = Resource(
-    KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", "MultiKueueCluster", False
-)
+JOBS = of(Job.resource)
+RESOURCE_FLAVORS = of(ResourceFlavor.resource)
+CLUSTER_QUEUES = of(ClusterQueue.resource)
+LOCAL_QUEUES = of(LocalQueue.resource)
+WORKLOADS = of(Workload.resource)
+WORKLOAD_PRIORITY_CLASSES = of(WorkloadPriorityClass.resource)
+COHORTS = of(Cohort.resource)
+ADMISSION_CHECKS = of(AdmissionCheck.resource)
+MULTIKUEUE_CONFIGS = of(MultiKueueConfig.resource)
+MULTIKUEUE_CLUSTERS = of(MultiKueueCluster.resource)
