@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,9 +20,9 @@ from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient
 
 from e2e import binaries
+from e2e.local.cluster import LocalCluster
+from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
-from e2e.waiting import wait_for_sync
-from manager.api.kinds import KUEUE_KINDS
 
 TESTS = Path(__file__).resolve().parent
 
@@ -97,37 +97,32 @@ def unique() -> str:
 
 
 REPO = TESTS.parent
-CRDS = REPO / "crds"
+SINGLE_CLUSTER_NODES = TESTS / "data" / "single-cluster-nodes.yaml"
 
 
 @pytest.fixture(scope="session")
 def kueue_crds(lite_clusters: LocalFederation) -> LocalFederation:
     """The lite clusters, with ``crds/`` applied and every kind served."""
-    for cluster in ("manager", "worker-1", "worker-2"):
-        lite_clusters.kubectl(
-            cluster,
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=kfed-crds",
-            "-f",
-            str(CRDS),
-        )
-        lite_clusters.kubectl(
-            cluster, "wait", "--for=condition=Established", "--timeout=60s", "-f", str(CRDS)
-        )
-        for kind in KUEUE_KINDS:
-            plural = f"{kind.resource.plural}.{kind.resource.group}"
-            wait_for_sync(
-                _served(lite_clusters, cluster, plural),
-                timeout=60,
-                what=f"{plural} served by {cluster}",
-            )
+    for cluster in lite_clusters:
+        install_crds(cluster)
     return lite_clusters
 
 
-def _served(clusters: LocalFederation, cluster: str, plural: str) -> Callable[[], bool]:
-    def check() -> bool:
-        return clusters.kubectl(cluster, "get", plural, "-A", check=False).returncode == 0
-
-    return check
+@pytest.fixture(scope="session")
+def single_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One full cluster with both GPU models (rtx-a1000 and h100 kwok nodes) and the CRDs:
+    the bed for single-cluster (worker shim) tests."""
+    fed = LocalFederation(
+        "single",
+        workers=0,
+        full=True,
+        nodes_file=SINGLE_CLUSTER_NODES,
+        root=_state_root(tmp_path_factory),
+        tie_to_parent=True,
+    )
+    _start(fed)
+    try:
+        install_crds(fed.cluster("manager"))
+        yield fed.cluster("manager")
+    finally:
+        fed.down()

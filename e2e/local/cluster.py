@@ -26,6 +26,17 @@ STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
 
+class KubectlError(subprocess.CalledProcessError):
+    """kubectl failed; the message carries what kubectl said."""
+
+    def __init__(self, result: subprocess.CompletedProcess[str]) -> None:
+        super().__init__(result.returncode, result.args, result.stdout, result.stderr)
+
+    def __str__(self) -> str:
+        args = " ".join(str(a) for a in self.cmd[2:])
+        return f"kubectl {args} failed ({self.returncode}): {(self.stderr or '').strip()}"
+
+
 class ClusterStartError(RuntimeError):
     """A control-plane process did not come up; the message carries its log tail."""
 
@@ -329,9 +340,7 @@ class LocalCluster:
             timeout=120,
         )
         if check and result.returncode != 0:
-            raise subprocess.CalledProcessError(
-                result.returncode, result.args, result.stdout, result.stderr
-            )
+            raise KubectlError(result)
         return result
 
     # -- state -------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m e2e.bench.core`` measures the pure admission core."""

@@ -1,0 +1,142 @@
+"""The scheduling loop: one task that runs the core's cycle whenever something changed, and
+applies its decisions through the API.
+
+Admissions are already assumed in the core when the cycle returns them (the next cycle sees
+their usage); here each is written with a resourceVersion-guarded patch, then confirmed, or
+forgotten when the write fails or no longer applies (the workload goes back to its queue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from manager import core
+from manager.api import constants as C
+from manager.controllers import workloadstatus as ws
+from manager.controllers.settings import ControllerSettings
+from manager.controllers.state import ClusterState
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.update import Mutate, patch_guarded
+
+log = logging.getLogger(__name__)
+
+AdmitHook = Callable[[str, core.Admit], Awaitable[None] | None]
+
+
+class AdmissionLoop:
+    def __init__(self, state: ClusterState, settings: ControllerSettings) -> None:
+        self.state = state
+        self.settings = settings
+        self.in_flight: set[str] = set()
+        """Workloads whose admission write is on its way: reconcilers leave them alone."""
+        self._writes = asyncio.Semaphore(settings.write_concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.cycles = 0
+        self.on_admit: list[AdmitHook] = []
+
+    async def run(self) -> None:
+        state = self.state
+        try:
+            while True:
+                timeout = None
+                wake_at = state.core.next_requeue_at()
+                if wake_at is not None:
+                    timeout = max(0.0, wake_at - time.time())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.changed.wait(), timeout)
+                state.changed.clear()
+                while True:
+                    result = state.core.schedule(time.time())
+                    self.cycles += 1
+                    self._apply(result)
+                    if not result.more:
+                        break
+                    await asyncio.sleep(0)  # let watch events and writes in between cycles
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _apply(self, result: core.CycleResult) -> None:
+        for admit in result.admitted:
+            self.in_flight.add(admit.workload)
+            self._spawn(self._admit(admit))
+        for preempt in result.preempted:
+            for victim in preempt.victims:
+                message = (
+                    f"Preempted to accommodate a workload ({preempt.preemptor}) due to "
+                    f"{victim.reason.human}"
+                )
+                self._spawn(
+                    self._evict(
+                        victim.workload,
+                        C.REASON_EVICTED_BY_PREEMPTION,
+                        message,
+                        preempted_reason=str(victim.reason),
+                    )
+                )
+        for evict in result.evicted:
+            self._spawn(self._evict(evict.workload, str(evict.reason), evict.message))
+        for p in result.pending:
+            self._spawn(self._pending(p))
+
+    async def _write(self, key: str, mutate: Mutate) -> dict[str, Any] | None:
+        obj = self.state.workloads.get(key)
+        if obj is None:
+            raise errors.NotFound(404, "NotFound", f"workload {key} is not known")
+        async with self._writes:
+            return await patch_guarded(
+                self.state.api, R.WORKLOADS, obj, mutate, subresource="status"
+            )
+
+    async def _admit(self, admit: core.Admit) -> None:
+        key = admit.workload
+        checks = self.state.admission_check_names(admit.cluster_queue)
+        core_ = self.state.core
+        try:
+            written = await self._write(key, lambda o: ws.reserve(o, admit.admission, checks))
+        except errors.KubeError as err:
+            log.info("admitting %s failed (%s); requeued", key, err)
+            written = None
+        finally:
+            self.in_flight.discard(key)
+        if written is None:
+            core_.forget(key)
+            self.state.kick()
+            return
+        core_.confirm(key)
+        if not checks:
+            core_.set_admitted(key)
+        self.state.workloads.cache[key] = written  # newer than the informer's copy, for now
+        for hook in self.on_admit:
+            outcome = hook(key, admit)
+            if outcome is not None:
+                await outcome
+
+    async def _evict(
+        self, key: str, reason: str, message: str, *, preempted_reason: str | None = None
+    ) -> None:
+        try:
+            await self._write(
+                key, lambda o: ws.evict(o, reason, message, preempted_reason=preempted_reason)
+            )
+        except errors.KubeError as err:
+            log.info("evicting %s failed (%s)", key, err)
+            self.state.core.cancel_eviction(core.WorkloadKey(key))
+            self.state.kick()
+
+    async def _pending(self, p: core.Pending) -> None:
+        try:
+            await self._write(p.workload, lambda o: ws.pending(o, p.reason))
+        except errors.KubeError as err:
+            log.debug("pending reason for %s not written: %s", p.workload, err)

@@ -1,0 +1,255 @@
+"""API objects (pydantic models of kueue.x-k8s.io and batch/v1) to the admission core's plain
+dataclasses, and the core's admissions back to Workload status.
+
+Quantities become the core's ints here (milli-cpu, bytes, counts), once, at the edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from manager import core
+from manager.api import quantity
+from manager.api.clusterqueue import ClusterQueue
+from manager.api.cohort import Cohort
+from manager.api.localqueue import LocalQueue
+from manager.api.meta import LabelSelector
+from manager.api.pod import NodeSelectorTerm as ApiNodeSelectorTerm
+from manager.api.pod import PodSpec, Taint, Toleration
+from manager.api.quota import ResourceGroup
+from manager.api.resourceflavor import ResourceFlavor
+from manager.api.workload import Workload
+
+_RESOURCE_POLICY = {
+    "Never": core.PreemptionPolicy.NEVER,
+    "LowerPriority": core.PreemptionPolicy.LOWER_PRIORITY,
+    "LowerOrNewerEqualPriority": core.PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY,
+    "Any": core.PreemptionPolicy.ANY,
+}
+
+
+def units(resource: str, value: Any) -> int:
+    return quantity.to_core_units(resource, value)
+
+
+def label_selector(selector: LabelSelector | None) -> core.LabelSelector | None:
+    if selector is None:
+        return None
+    return core.LabelSelector(
+        match_labels=dict(selector.match_labels or {}),
+        match_expressions=tuple(
+            core.Requirement(e.key, core.Operator(str(e.operator)), tuple(e.values or ()))
+            for e in selector.match_expressions or ()
+        ),
+    )
+
+
+def tolerations(items: Iterable[Toleration]) -> tuple[core.Toleration, ...]:
+    return tuple(
+        core.Toleration(
+            key=t.key or "",
+            operator=core.TolerationOperator(t.operator or "Equal"),
+            value=t.value or "",
+            effect=core.TaintEffect(t.effect) if t.effect else None,
+        )
+        for t in items
+    )
+
+
+def taints(items: Iterable[Taint]) -> tuple[core.Taint, ...]:
+    return tuple(core.Taint(t.key, core.TaintEffect(t.effect), t.value or "") for t in items)
+
+
+def flavor(rf: ResourceFlavor) -> core.ResourceFlavor:
+    return core.ResourceFlavor(
+        name=core.FlavorName(rf.metadata.name or ""),
+        node_labels=dict(rf.spec.node_labels),
+        node_taints=taints(rf.spec.node_taints),
+        tolerations=tolerations(rf.spec.tolerations),
+    )
+
+
+def resource_groups(groups: Iterable[ResourceGroup]) -> tuple[core.ResourceGroup, ...]:
+    return tuple(
+        core.ResourceGroup(
+            covered_resources=tuple(core.ResourceName(r) for r in rg.covered_resources),
+            flavors=tuple(
+                core.FlavorQuotas(
+                    name=core.FlavorName(fq.name),
+                    resources=tuple(
+                        core.ResourceQuota(
+                            name=core.ResourceName(rq.name),
+                            nominal=units(rq.name, rq.nominal_quota),
+                            borrowing_limit=None
+                            if rq.borrowing_limit is None
+                            else units(rq.name, rq.borrowing_limit),
+                            lending_limit=None
+                            if rq.lending_limit is None
+                            else units(rq.name, rq.lending_limit),
+                        )
+                        for rq in fq.resources
+                    ),
+                )
+                for fq in rg.flavors
+            ),
+        )
+        for rg in groups
+    )
+
+
+def _weight(fair_sharing: Any) -> float:
+    if fair_sharing is None or fair_sharing.weight is None:
+        return 1.0
+    return float(quantity.parse_quantity(fair_sharing.weight).value)
+
+
+def cluster_queue(cq: ClusterQueue) -> core.ClusterQueue:
+    spec = cq.spec
+    p = spec.preemption
+    ff = spec.flavor_fungibility
+    return core.ClusterQueue(
+        name=core.ClusterQueueName(cq.metadata.name or ""),
+        resource_groups=resource_groups(spec.resource_groups),
+        cohort=core.CohortName(spec.cohort_name) if spec.cohort_name else None,
+        queueing_strategy=core.QueueingStrategy(str(spec.queueing_strategy)),
+        namespace_selector=label_selector(spec.namespace_selector),
+        preemption=core.ClusterQueuePreemption(
+            within_cluster_queue=_RESOURCE_POLICY[str(p.within_cluster_queue)],
+            reclaim_within_cohort=_RESOURCE_POLICY[str(p.reclaim_within_cohort)],
+            borrow_within_cohort=core.BorrowWithinCohort(
+                policy=core.BorrowWithinCohortPolicy(str(p.borrow_within_cohort.policy)),
+                max_priority_threshold=p.borrow_within_cohort.max_priority_threshold,
+            ),
+        ),
+        flavor_fungibility=core.FlavorFungibility(
+            when_can_borrow=core.FungibilityPolicy(str(ff.when_can_borrow)),
+            when_can_preempt=core.FungibilityPolicy(str(ff.when_can_preempt)),
+            preference=core.FungibilityPreference(str(ff.preference)) if ff.preference else None,
+        ),
+        stop_policy=core.StopPolicy(str(spec.stop_policy)),
+        fair_sharing_weight=_weight(spec.fair_sharing),
+    )
+
+
+def cohort(obj: Cohort) -> core.Cohort:
+    return core.Cohort(
+        name=core.CohortName(obj.metadata.name or ""),
+        parent=core.CohortName(obj.spec.parent_name) if obj.spec.parent_name else None,
+        resource_groups=resource_groups(obj.spec.resource_groups),
+        fair_sharing_weight=_weight(obj.spec.fair_sharing),
+    )
+
+
+def local_queue(lq: LocalQueue) -> core.LocalQueue:
+    return core.LocalQueue(
+        namespace=core.Namespace(lq.metadata.namespace or ""),
+        name=lq.metadata.name or "",
+        cluster_queue=core.ClusterQueueName(lq.spec.cluster_queue),
+        stop_policy=core.StopPolicy(str(lq.spec.stop_policy)),
+    )
+
+
+def pod_requests(spec: PodSpec) -> dict[core.ResourceName, int]:
+    """Effective per-pod requests, as the scheduler computes them: the sum over containers
+    (a limit stands in for a missing request), at least the largest init container, plus
+    the pod overhead."""
+    total: dict[str, int] = {}
+    for container in spec.containers:
+        for name, value in _container_requests(container.resources).items():
+            total[name] = total.get(name, 0) + value
+    for container in spec.init_containers:
+        for name, value in _container_requests(container.resources).items():
+            total[name] = max(total.get(name, 0), value)
+    for name, overhead in (spec.overhead or {}).items():
+        total[name] = total.get(name, 0) + units(name, overhead)
+    return {core.ResourceName(k): v for k, v in total.items() if v}
+
+
+def _container_requests(resources: Any) -> dict[str, int]:
+    if resources is None:
+        return {}
+    merged = {**(resources.limits or {}), **(resources.requests or {})}
+    return {name: units(name, value) for name, value in merged.items()}
+
+
+def _affinity_terms(spec: PodSpec) -> tuple[core.NodeSelectorTerm, ...]:
+    affinity = spec.affinity
+    node_affinity = affinity.node_affinity if affinity else None
+    required = (
+        node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
+    )
+    if required is None:
+        return ()
+    return tuple(_term(t) for t in required.node_selector_terms)
+
+
+def _term(term: ApiNodeSelectorTerm) -> core.NodeSelectorTerm:
+    return core.NodeSelectorTerm(
+        match_expressions=tuple(
+            core.Requirement(e.key, core.Operator(e.operator), tuple(e.values))
+            for e in term.match_expressions
+        )
+    )
+
+
+def workload(wl: Workload, *, priority: int, creation_time: float) -> core.Workload:
+    namespace, name = wl.metadata.namespace or "", wl.metadata.name or ""
+    return core.Workload(
+        key=core.WorkloadKey(f"{namespace}/{name}"),
+        queue_name=wl.spec.queue_name or "",
+        pod_sets=tuple(
+            core.PodSet(
+                name=core.PodSetName(ps.name),
+                count=ps.count,
+                min_count=ps.min_count,
+                requests=pod_requests(ps.template.spec),
+                node_selector=dict(ps.template.spec.node_selector),
+                node_affinity=_affinity_terms(ps.template.spec),
+                tolerations=tolerations(ps.template.spec.tolerations),
+            )
+            for ps in wl.spec.pod_sets
+        ),
+        priority=priority,
+        creation_time=creation_time,
+        uid=wl.metadata.uid or "",
+    )
+
+
+def admission_to_status(admission: core.Admission) -> dict[str, Any]:
+    """``status.admission`` as Kueue writes it (quantities in Kueue's canonical form)."""
+    return {
+        "clusterQueue": admission.cluster_queue,
+        "podSetAssignments": [
+            {
+                "name": psa.name,
+                "flavors": dict(psa.flavors),
+                "resourceUsage": {
+                    r: str(quantity.from_core_units(r, v)) for r, v in psa.resource_usage.items()
+                },
+                "count": psa.count,
+            }
+            for psa in admission.pod_set_assignments
+        ],
+    }
+
+
+def admission_from_status(status: Mapping[str, Any]) -> core.Admission:
+    return core.Admission(
+        cluster_queue=core.ClusterQueueName(status["clusterQueue"]),
+        pod_set_assignments=tuple(
+            core.PodSetAssignment(
+                name=core.PodSetName(psa.get("name", "main")),
+                flavors={
+                    core.ResourceName(r): core.FlavorName(f)
+                    for r, f in (psa.get("flavors") or {}).items()
+                },
+                resource_usage={
+                    core.ResourceName(r): units(r, v)
+                    for r, v in (psa.get("resourceUsage") or {}).items()
+                },
+                count=int(psa.get("count") or 0),
+            )
+            for psa in status.get("podSetAssignments") or []
+        ),
+    )

@@ -1,0 +1,247 @@
+"""The batch/v1 Job integration: a Job labelled with ``kueue.x-k8s.io/queue-name`` gets a
+Workload; the Job runs only while its Workload is admitted.
+
+- created: the Job is kept suspended and a Workload is created for it (owner reference, pod
+  set from the template, priority from its WorkloadPriorityClass);
+- admitted: the flavors' nodeLabels are merged into the template's nodeSelector, their
+  tolerations added (and any admission check's podSetUpdates applied), then the Job is
+  unsuspended;
+- evicted: the Job is suspended and its template restored from the Workload's copy;
+- finished: the Workload becomes Finished (Succeeded or Failed).
+
+A Job created by a MultiKueue manager on a worker names its Workload in the
+``kueue.x-k8s.io/prebuilt-workload-name`` label; that Workload is used, never a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from manager.api import constants as C
+from manager.controllers import workloadstatus as ws
+from manager.controllers.state import ClusterState
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.informer import Event
+from manager.kube.update import patch_guarded
+from manager.kube.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+
+def queue_name(job: Obj) -> str | None:
+    return ((job.get("metadata") or {}).get("labels") or {}).get(C.QUEUE_NAME_LABEL)
+
+
+def workload_key_for(job: Obj) -> str:
+    meta = job["metadata"]
+    prebuilt = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+    name = prebuilt or ws.workload_name_for_job(meta["name"], meta.get("uid", ""))
+    return f"{meta['namespace']}/{name}"
+
+
+def job_finished(job: Obj) -> tuple[bool, bool, str] | None:
+    """(finished, succeeded, message) from the Job's Complete/Failed conditions, or None."""
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
+            ok = c["type"] == "Complete"
+            return (
+                True,
+                ok,
+                str(c.get("message") or ("Job finished successfully" if ok else "Job failed")),
+            )
+    return None
+
+
+class JobController:
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.queue = WorkQueue(name="jobs")
+        state.jobs.subscribe(self._on_job)
+        state.workloads.subscribe(self._on_workload)
+
+    def _on_job(self, event: Event) -> None:
+        if event.type == "DELETED":
+            if queue_name(event.obj) and not (event.obj["metadata"].get("labels") or {}).get(
+                C.PREBUILT_WORKLOAD_LABEL
+            ):
+                self.queue.add(f"deleted:{workload_key_for(event.obj)}")
+            return
+        if queue_name(event.obj) or self.state.workloads.get(workload_key_for(event.obj)):
+            self.queue.add(event.key)
+
+    def _on_workload(self, event: Event) -> None:
+        owner = ws.owner_job(event.obj)
+        if owner is not None:
+            self.queue.add(owner)
+        else:
+            # A prebuilt workload (remote copy on a worker): its Job has the same name.
+            labels = (event.obj.get("metadata") or {}).get("labels") or {}
+            if labels.get(C.MULTIKUEUE_ORIGIN_LABEL):
+                job_name = (
+                    (event.obj.get("metadata") or {}).get("annotations", {}).get("kfed.io/job-name")
+                )
+                if job_name:
+                    self.queue.add(f"{event.obj['metadata']['namespace']}/{job_name}")
+
+    async def reconcile(self, key: str) -> float | None:
+        if key.startswith("deleted:"):
+            await self._delete_workload(key.removeprefix("deleted:"))
+            return None
+        job = self.state.jobs.get(key)
+        if job is None or not queue_name(job):
+            return None
+        wl = self.state.workloads.get(workload_key_for(job))
+        finished = job_finished(job)
+        if wl is None:
+            if finished is None:
+                await self._keep_suspended(job)
+                if not (job["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL):
+                    await self._create_workload(job)
+            return None
+        if finished is not None:
+            _, succeeded, message = finished
+            await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                wl,
+                lambda o: ws.finish(o, succeeded, message),
+                subresource="status",
+            )
+            return None
+        runnable = ws.is_admitted(wl) and not ws.is_evicted(wl) and ws.is_active(wl)
+        suspended = bool((job.get("spec") or {}).get("suspend"))
+        if runnable and suspended:
+            await self._start(job, wl)
+        elif not runnable and not suspended:
+            await self._stop(job, wl)
+        return None
+
+    async def _keep_suspended(self, job: Obj) -> None:
+        if not (job.get("spec") or {}).get("suspend"):
+            await self._patch_job(job, {"spec": {"suspend": True}})
+
+    async def _patch_job(self, job: Obj, patch: Obj) -> None:
+        with contextlib.suppress(errors.NotFound):
+            await patch_guarded(self.state.api, R.JOBS, job, lambda _: patch)
+
+    async def _create_workload(self, job: Obj) -> None:
+        meta, spec = job["metadata"], job.get("spec") or {}
+        parallelism = spec.get("parallelism")
+        completions = spec.get("completions")
+        count = 1 if parallelism is None else int(parallelism)
+        if completions is not None:
+            count = min(count, int(completions))
+        namespace, name = workload_key_for(job).split("/", 1)
+        body: Obj = {
+            "apiVersion": C.API_VERSION,
+            "kind": "Workload",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {C.JOB_UID_LABEL: meta.get("uid", "")},
+                "annotations": {"kfed.io/job-name": meta["name"]},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta.get("uid", ""),
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {
+                "queueName": queue_name(job),
+                "podSets": [
+                    {"name": "main", "count": max(count, 1), "template": spec.get("template") or {}}
+                ],
+            },
+        }
+        wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
+        if wpc:
+            body["spec"]["priorityClassRef"] = {
+                "group": C.GROUP,
+                "kind": "WorkloadPriorityClass",
+                "name": wpc,
+            }
+            value = self.state.priority_class_value(wpc)
+            if value is not None:
+                body["spec"]["priority"] = value
+        elif (
+            pod_priority := ((spec.get("template") or {}).get("spec") or {}).get("priority")
+        ) is not None:
+            body["spec"]["priority"] = int(pod_priority)
+        try:
+            created = await self.state.api.create(R.WORKLOADS, body, namespace)
+            self.state.workloads.cache.setdefault(f"{namespace}/{name}", created)
+        except errors.AlreadyExists:
+            pass
+        except errors.Invalid as err:
+            log.warning(
+                "cannot create a Workload for Job %s/%s: %s", namespace, meta["name"], err.message
+            )
+
+    def _injected_template(self, job: Obj, wl: Obj) -> tuple[dict[str, Any], list[Any]]:
+        """nodeSelector and tolerations the Job runs with under this admission."""
+        template_spec = (
+            ((wl.get("spec") or {}).get("podSets") or [{}])[0].get("template", {}).get("spec", {})
+        )
+        selector = dict(template_spec.get("nodeSelector") or {})
+        tolerations = list(template_spec.get("tolerations") or [])
+        admission = ws.status_of(wl).get("admission") or {}
+        for psa in admission.get("podSetAssignments") or []:
+            for flavor_name in sorted(set((psa.get("flavors") or {}).values())):
+                flavor = self.state.flavors.get(flavor_name) or {}
+                fspec = flavor.get("spec") or {}
+                selector.update(fspec.get("nodeLabels") or {})
+                for t in fspec.get("tolerations") or []:
+                    if t not in tolerations:
+                        tolerations.append(t)
+        for check in ws.status_of(wl).get("admissionChecks") or []:
+            for update in check.get("podSetUpdates") or []:
+                selector.update(update.get("nodeSelector") or {})
+                for t in update.get("tolerations") or []:
+                    if t not in tolerations:
+                        tolerations.append(t)
+        return selector, tolerations
+
+    async def _start(self, job: Obj, wl: Obj) -> None:
+        selector, tolerations = self._injected_template(job, wl)
+        await self._patch_job(job, _template_patch(job, selector, tolerations, suspend=False))
+
+    async def _stop(self, job: Obj, wl: Obj) -> None:
+        template_spec = (
+            ((wl.get("spec") or {}).get("podSets") or [{}])[0].get("template", {}).get("spec", {})
+        )
+        await self._patch_job(
+            job,
+            _template_patch(
+                job,
+                dict(template_spec.get("nodeSelector") or {}),
+                list(template_spec.get("tolerations") or []),
+                suspend=True,
+            ),
+        )
+
+    async def _delete_workload(self, key: str) -> None:
+        namespace, name = key.split("/", 1)
+        await self.state.api.delete(R.WORKLOADS, name, namespace)
+
+
+def _template_patch(
+    job: Obj, selector: dict[str, Any], tolerations: list[Any], *, suspend: bool
+) -> Obj:
+    """A merge patch that leaves exactly ``selector`` as the template's nodeSelector (keys
+    that must go are set to null) and ``tolerations`` as its tolerations."""
+    current = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    node_selector: dict[str, Any] = {
+        k: None for k in current.get("nodeSelector") or {} if k not in selector
+    }
+    node_selector.update(selector)
+    template_spec: Obj = {"nodeSelector": node_selector or None, "tolerations": tolerations or None}
+    return {"spec": {"suspend": suspend, "template": {"spec": template_spec}}}

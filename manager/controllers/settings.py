@@ -1,0 +1,22 @@
+"""Every knob of the single-cluster controllers, with the reason for its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    workers: int = 4
+    """Concurrent reconciles per controller (workloads, jobs). Keys never run twice at once."""
+    status_period: float = 1.0
+    """How often ClusterQueue and LocalQueue status is recomputed and written if it changed."""
+    requeue_base_seconds: float = 1.0
+    """Backoff of a workload evicted for a reason other than preemption (a stopped queue, a
+    failed admission check): base * 2^(n-1), capped. Preempted workloads requeue at once, as
+    in Kueue, since their preemptor is what should run."""
+    requeue_max_seconds: float = 300.0
+    write_concurrency: int = 32
+    """Status writes in flight at once from one scheduling cycle."""
+    manage_jobs_without_queue_name: bool = False
+    """Kueue's manageJobsWithoutQueueName: off, so a Job without the label is left alone."""

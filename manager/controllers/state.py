@@ -1,0 +1,134 @@
+"""What one cluster's controllers know: informers on every kind they read, and the admission
+core fed from them.
+
+Configuration objects (flavors, queues, cohorts, namespaces) go straight into the core from
+the informer handlers; a bad object is reported and skipped, never fatal. Workloads and Jobs
+go through work queues (see workloads.py and jobs.py), since acting on them writes to the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pydantic
+
+from manager import core
+from manager.api.clusterqueue import ClusterQueue
+from manager.api.cohort import Cohort
+from manager.api.localqueue import LocalQueue
+from manager.api.resourceflavor import ResourceFlavor
+from manager.controllers import convert
+from manager.kube import resources as R
+from manager.kube.api import KubeApi, Obj
+from manager.kube.informer import Event, Informer
+
+log = logging.getLogger(__name__)
+
+
+class ClusterState:
+    def __init__(self, api: KubeApi, *, watch_timeout: int = 290) -> None:
+        self.api = api
+        self.core = core.AdmissionCore()
+        self.changed = asyncio.Event()
+        """Set whenever something could let a pending workload in: the scheduler waits on it."""
+        self.invalid: dict[str, str] = {}
+        """Objects the core could not take, keyed ``Kind/key``, with the reason (for status)."""
+
+        def informer(res: R.Resource) -> Informer:
+            return Informer(api, res, watch_timeout=watch_timeout)
+
+        self.flavors = informer(R.RESOURCE_FLAVORS)
+        self.cluster_queues = informer(R.CLUSTER_QUEUES)
+        self.local_queues = informer(R.LOCAL_QUEUES)
+        self.cohorts = informer(R.COHORTS)
+        self.namespaces = informer(R.NAMESPACES)
+        self.priority_classes = informer(R.WORKLOAD_PRIORITY_CLASSES)
+        self.admission_checks = informer(R.ADMISSION_CHECKS)
+        self.workloads = informer(R.WORKLOADS)
+        self.jobs = informer(R.JOBS)
+
+        self.flavors.subscribe(self._feed(ResourceFlavor, convert.flavor, "flavor"))
+        self.cluster_queues.subscribe(
+            self._feed(ClusterQueue, convert.cluster_queue, "cluster_queue")
+        )
+        self.local_queues.subscribe(self._feed(LocalQueue, convert.local_queue, "local_queue"))
+        self.cohorts.subscribe(self._feed(Cohort, convert.cohort, "cohort"))
+        self.namespaces.subscribe(self._on_namespace)
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [
+            self.flavors,
+            self.cluster_queues,
+            self.local_queues,
+            self.cohorts,
+            self.namespaces,
+            self.priority_classes,
+            self.admission_checks,
+            self.workloads,
+            self.jobs,
+        ]
+
+    def kick(self) -> None:
+        self.changed.set()
+
+    def _feed(
+        self, model: type[Any], to_core: Callable[[Any], Any], kind: str
+    ) -> Callable[[Event], None]:
+        upsert = getattr(self.core, f"upsert_{kind}")
+        delete = getattr(self.core, f"delete_{kind}")
+        label = model.__name__
+
+        def handle(event: Event) -> None:
+            if event.type == "DELETED":
+                delete(core.LocalQueueKey(event.key) if kind == "local_queue" else event.key)
+                self.invalid.pop(f"{label}/{event.key}", None)
+            else:
+                try:
+                    upsert(to_core(model.model_validate(event.obj)))
+                    self.invalid.pop(f"{label}/{event.key}", None)
+                except (pydantic.ValidationError, ValueError, KeyError) as err:
+                    self.invalid[f"{label}/{event.key}"] = _one_line(err)
+                    log.warning("%s %s is not usable: %s", label, event.key, _one_line(err))
+            self.kick()
+
+        return handle
+
+    def _on_namespace(self, event: Event) -> None:
+        name = core.Namespace(event.key)
+        if event.type == "DELETED":
+            self.core.delete_namespace(name)
+        else:
+            self.core.set_namespace_labels(
+                name, (event.obj.get("metadata") or {}).get("labels") or {}
+            )
+        self.kick()
+
+    # -- lookups used by the controllers -------------------------------------------------
+
+    def cluster_queue_of(self, namespace: str, queue_name: str) -> Obj | None:
+        lq = self.local_queues.get(f"{namespace}/{queue_name}")
+        if lq is None:
+            return None
+        return self.cluster_queues.get(str((lq.get("spec") or {}).get("clusterQueue", "")))
+
+    def admission_check_names(self, cluster_queue: str) -> list[str]:
+        """The checks every workload of this ClusterQueue must pass (admissionChecksStrategy)."""
+        cq = self.cluster_queues.get(cluster_queue) or {}
+        strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
+        return [str(rule["name"]) for rule in strategy.get("admissionChecks") or []]
+
+    def priority_class_value(self, name: str) -> int | None:
+        wpc = self.priority_classes.get(name)
+        return int(wpc["value"]) if wpc is not None and "value" in wpc else None
+
+
+def _one_line(err: Exception) -> str:
+    if isinstance(err, pydantic.ValidationError):
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']} ({err.error_count()} error(s))"
+    return str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -1,0 +1,244 @@
+"""The Workload controller: keeps the admission core in step with Workload objects, and
+moves each workload through its life (pending, reserved, admitted, evicted and requeued,
+finished) by writing its status.
+
+One reconcile per key at a time (the work queue's promise); a reconcile reads the informer's
+copy, decides, writes at most one status patch, and updates the core.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any
+
+import pydantic
+
+from manager import core
+from manager.api import constants as C
+from manager.api.workload import Workload
+from manager.controllers import convert
+from manager.controllers import workloadstatus as ws
+from manager.controllers.admission import AdmissionLoop
+from manager.controllers.settings import ControllerSettings
+from manager.controllers.state import ClusterState
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.informer import Event
+from manager.kube.update import Mutate, patch_guarded
+from manager.kube.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+class WorkloadController:
+    def __init__(
+        self, state: ClusterState, admission: AdmissionLoop, settings: ControllerSettings
+    ) -> None:
+        self.state = state
+        self.admission = admission
+        self.settings = settings
+        self.queue = WorkQueue(name="workloads")
+        state.workloads.subscribe(self._on_event)
+        state.jobs.subscribe(self._on_job_event)
+
+    def _on_event(self, event: Event) -> None:
+        self.queue.add(event.key)
+
+    def _on_job_event(self, event: Event) -> None:
+        # A job that stopped may let its evicted workload release quota.
+        meta = event.obj.get("metadata") or {}
+        name = ws.workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
+        key = f"{meta.get('namespace')}/{name}"
+        wl = self.state.workloads.get(key)
+        if wl is not None and ws.is_evicted(wl):
+            self.queue.add(key)
+
+    def job_stopped(self, obj: dict[str, Any]) -> bool:
+        job_key = ws.owner_job(obj)
+        if job_key is None:
+            return True
+        job = self.state.jobs.get(job_key)
+        if job is None:
+            return True
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        return bool(spec.get("suspend")) and not status.get("active")
+
+    def priority_of(self, wl: Workload) -> int:
+        if wl.spec.priority is not None:
+            return wl.spec.priority
+        ref = wl.spec.priority_class_ref
+        if ref is not None and str(ref.kind) == "WorkloadPriorityClass":
+            return core.resolve_priority(
+                workload_priority_class_value=self.state.priority_class_value(ref.name)
+            )
+        return 0
+
+    async def _write(self, obj: dict[str, Any], mutate: Mutate) -> dict[str, Any] | None:
+        try:
+            written = await patch_guarded(
+                self.state.api, R.WORKLOADS, obj, mutate, subresource="status"
+            )
+        except errors.NotFound:
+            return None
+        if written is not None:
+            self.state.workloads.cache[ws.key_of(written)] = written
+        return written
+
+    def _requeue_delay(self, obj: dict[str, Any]) -> float | None:
+        if _evicted_reason(obj) == C.REASON_EVICTED_BY_PREEMPTION:
+            return None
+        count = int((ws.status_of(obj).get("requeueState") or {}).get("count") or 0)
+        delay: float = self.settings.requeue_base_seconds * 2.0**count
+        return min(self.settings.requeue_max_seconds, delay) * random.uniform(0.9, 1.1)
+
+    async def reconcile(self, key: str) -> float | None:
+        """Returns seconds after which to look again, or None."""
+        state, core_ = self.state, self.state.core
+        wkey = core.WorkloadKey(key)
+        if key in self.admission.in_flight:
+            return None  # its admission write will bring a fresh event
+        obj = state.workloads.get(key)
+        if obj is None:
+            core_.delete_workload(wkey)
+            state.kick()
+            return None
+        if ws.is_finished(obj) or obj["metadata"].get("deletionTimestamp"):
+            if core_.finish(wkey):
+                state.kick()
+            return None
+        try:
+            model = Workload.model_validate(obj)
+        except pydantic.ValidationError as err:
+            log.warning("workload %s cannot be parsed, left alone: %s", key, err.errors()[0]["msg"])
+            return None
+
+        if ws.has_reservation(obj):
+            return await self._reconcile_reserved(key, obj, model)
+
+        # Pending (never admitted, or evicted and released).
+        if not ws.is_active(obj):
+            core_.delete_workload(wkey)
+            state.kick()
+            return None
+        requeue_at = ws.requeue_at(obj)
+        now = time.time()
+        if (
+            requeue_at is not None
+            and requeue_at <= now
+            and await self._write(obj, ws.backoff_finished)
+        ):
+            return None
+        workload = convert.workload(
+            model, priority=self.priority_of(model), creation_time=ws.creation_time(obj)
+        )
+        if core_.workload_state(wkey) in (
+            core.WorkloadState.QUOTA_RESERVED,
+            core.WorkloadState.ADMITTED,
+        ):
+            core_.evict(wkey, now=ws.eviction_time(obj) or now, requeue_at=requeue_at)
+        else:
+            core_.add_workload(workload, requeue_at=requeue_at, order_time=ws.eviction_time(obj))
+        state.kick()
+        return None
+
+    async def _reconcile_reserved(
+        self, key: str, obj: dict[str, Any], model: Workload
+    ) -> float | None:
+        state, core_ = self.state, self.state.core
+        wkey = core.WorkloadKey(key)
+        admission = convert.admission_from_status(ws.status_of(obj)["admission"])
+
+        if ws.is_evicted(obj) or not ws.is_active(obj):
+            if not ws.is_evicted(obj):
+                await self._write(
+                    obj, lambda o: ws.evict(o, C.REASON_DEACTIVATED, "The workload is deactivated")
+                )
+                return None
+            if not self.job_stopped(obj):
+                return None  # the Job controller suspends it; its event brings us back
+            delay = self._requeue_delay(obj)
+            now = time.time()
+            requeue_at = now + delay if delay else None
+            if (
+                await self._write(obj, lambda o: ws.release(o, requeue_at=requeue_at, now=now))
+                is not None
+            ):
+                if core_.workload_state(wkey) is None:
+                    core_.add_admitted(
+                        convert.workload(
+                            model,
+                            priority=self.priority_of(model),
+                            creation_time=ws.creation_time(obj),
+                        ),
+                        admission,
+                        reserved_at=now,
+                    )
+                if not ws.is_active(obj):
+                    core_.finish(wkey)
+                else:
+                    core_.evict(wkey, now=now, requeue_at=requeue_at)
+                state.kick()
+            return None
+
+        if core_.workload_state(wkey) is None:
+            # Reserved before we saw it (restart, or another replica): account for it once.
+            core_.add_admitted(
+                convert.workload(
+                    model, priority=self.priority_of(model), creation_time=ws.creation_time(obj)
+                ),
+                admission,
+                reserved_at=ws.parse_time(_reserved_at(obj)) or time.time(),
+                admitted=ws.is_admitted(obj),
+            )
+            state.kick()
+
+        checks = state.admission_check_names(admission.cluster_queue)
+        if await self._write(obj, lambda o: ws.sync_checks(o, checks)) is not None:
+            return None
+        states = ws.check_states(obj)
+        if any(s == "Retry" for s in states.values()):
+            message = "; ".join(
+                f"{c['name']}: {c.get('message', '')}"
+                for c in ws.status_of(obj).get("admissionChecks") or []
+                if c.get("state") == "Retry"
+            )
+            await self._write(
+                obj,
+                lambda o: ws.evict(
+                    o,
+                    C.REASON_EVICTED_BY_ADMISSION_CHECK,
+                    f"At least one admission check is false: {message}",
+                ),
+            )
+            return None
+        if any(s == "Rejected" for s in states.values()):
+            await self._deactivate(obj)
+            return None
+        if ws.is_admitted(obj) or await self._write(obj, ws.admit) is not None:
+            core_.set_admitted(wkey)
+        return None
+
+    async def _deactivate(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.state.api.patch(
+                R.WORKLOADS, meta["name"], {"spec": {"active": False}}, meta["namespace"]
+            )
+        except errors.NotFound:
+            return
+
+
+def _evicted_reason(obj: dict[str, Any]) -> str:
+    for c in ws.status_of(obj).get("conditions") or []:
+        if c.get("type") == C.EVICTED:
+            return str(c.get("reason") or "")
+    return ""
+
+
+def _reserved_at(obj: dict[str, Any]) -> str | None:
+    for c in ws.status_of(obj).get("conditions") or []:
+        if c.get("type") == C.QUOTA_RESERVED:
+            return str(c.get("lastTransitionTime") or "") or None
+    return None

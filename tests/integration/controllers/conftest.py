@@ -1,0 +1,54 @@
+"""An in-process single-cluster controller (what ``python -m worker_shim`` runs) against the
+shared full cluster, started (and restarted) per test, always stopped at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import pytest
+
+from e2e.local.cluster import LocalCluster
+from manager.controllers.runtime import ClusterController
+from manager.controllers.settings import ControllerSettings
+from manager.kube.api import KubeApi
+
+
+@dataclass
+class RunningController:
+    controller: ClusterController
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+StartController = Callable[[], Awaitable[RunningController]]
+
+
+@pytest.fixture
+async def api(single_cluster: LocalCluster) -> AsyncIterator[KubeApi]:
+    async with await KubeApi.from_kubeconfig_file(
+        single_cluster.kubeconfig, name="single"
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+async def start_controller(api: KubeApi) -> AsyncIterator[StartController]:
+    running: list[RunningController] = []
+
+    async def start() -> RunningController:
+        controller = ClusterController(api, ControllerSettings(status_period=0.3))
+        handle = RunningController(controller, asyncio.create_task(controller.run()))
+        running.append(handle)
+        await asyncio.wait_for(controller.synced.wait(), timeout=30)
+        return handle
+
+    yield start
+    for handle in running:
+        await handle.stop()

@@ -1,0 +1,74 @@
+"""Reading the article's objects back in tests."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from manager.controllers import conditions
+from manager.controllers import workloadstatus as ws
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+
+SEED = Path(__file__).resolve().parents[4] / "shared" / "seed" / "examples"
+
+
+def seed(name: str) -> Path:
+    return SEED / name
+
+
+def seed_job(
+    name: str, *, new_name: str | None = None, delay_ms: int | None = None
+) -> dict[str, Any]:
+    job: dict[str, Any] = copy.deepcopy(yaml.safe_load(seed(name).read_text()))
+    if new_name:
+        job["metadata"]["name"] = new_name
+    if delay_ms is not None:
+        job["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})[
+            "pod-complete.stage.kwok.x-k8s.io/delay"
+        ] = str(delay_ms)
+    return job
+
+
+async def workload_of(api: KubeApi, namespace: str, job_name: str) -> dict[str, Any] | None:
+    job = await api.get(R.JOBS, job_name, namespace)
+    name = ws.workload_name_for_job(job_name, job["metadata"]["uid"])
+    for wl in (await api.list(R.WORKLOADS, namespace))["items"]:
+        if wl["metadata"]["name"] == name:
+            return wl
+    return None
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    return conditions.find(ws.status_of(obj or {}).get("conditions"), kind)
+
+
+def flavors_of(wl: dict[str, Any]) -> set[str]:
+    admission = ws.status_of(wl).get("admission") or {}
+    return {
+        f
+        for psa in admission.get("podSetAssignments") or []
+        for f in (psa.get("flavors") or {}).values()
+    }
+
+
+async def job_complete(api: KubeApi, namespace: str, name: str) -> bool:
+    job = await api.get(R.JOBS, name, namespace)
+    return any(
+        c.get("type") == "Complete" and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
+async def node_models_of_job(api: KubeApi, namespace: str, job_name: str) -> set[str]:
+    pods = (await api.list(R.PODS, namespace, label_selector=f"job-name={job_name}"))["items"]
+    models = set()
+    for pod in pods:
+        node_name = pod["spec"].get("nodeName")
+        if node_name:
+            node = await api.get(R.NODES, node_name)
+            models.add(node["metadata"]["labels"].get("gpu.model", ""))
+    return models

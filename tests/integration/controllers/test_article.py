@@ -1,0 +1,162 @@
+"""The seed article's story on one real cluster: its queues apply unchanged, the light job
+runs on an RTX A1000 node and the heavy job on an H100 node, and with one RTX GPU of quota,
+three light jobs run one after another while the others wait with a readable reason."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from e2e.local.cluster import LocalCluster
+from e2e.waiting import wait_for
+from manager.api import constants as C
+from manager.controllers import workloadstatus as ws
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from tests.integration.controllers.conftest import StartController
+from tests.integration.controllers.helpers import (
+    condition,
+    flavors_of,
+    job_complete,
+    node_models_of_job,
+    seed,
+    seed_job,
+    workload_of,
+)
+
+pytestmark = pytest.mark.full
+NS = "ml-jobs"
+
+
+@pytest.fixture
+async def article_queues(single_cluster: LocalCluster, api: KubeApi) -> AsyncIterator[None]:
+    single_cluster.kubectl("apply", "-f", str(seed("01-queues.yaml")))
+    yield
+    single_cluster.kubectl("delete", "-f", str(seed("01-queues.yaml")), "--wait=false")
+
+    async def namespace_gone() -> bool:
+        try:
+            await api.get(R.NAMESPACES, NS)
+        except errors.NotFound:
+            return True
+        return False
+
+    # The next test applies the same manifest.
+    await wait_for(namespace_gone, timeout=60, what=f"namespace {NS} deleted")
+
+
+async def test_light_job_on_rtx_heavy_job_on_h100(
+    single_cluster: LocalCluster,
+    api: KubeApi,
+    article_queues: None,
+    start_controller: StartController,
+) -> None:
+    await start_controller()
+    single_cluster.kubectl("apply", "-f", str(seed("02-light-job.yaml")))
+    single_cluster.kubectl("apply", "-f", str(seed("03-heavy-job.yaml")))
+
+    for job, flavor in (("light-job", "rtx-a1000"), ("heavy-job", "h100")):
+        wl = await wait_for(
+            lambda j=job: _admitted_workload(api, j),
+            timeout=30,
+            what=f"{job} admitted",  # type: ignore[misc]
+        )
+        assert flavors_of(wl) == {flavor}
+        assert ws.status_of(wl)["admission"]["clusterQueue"] == "gpu-cq"
+        await wait_for(lambda j=job: job_complete(api, NS, j), timeout=60, what=f"{job} Complete")  # type: ignore[misc]
+        assert await node_models_of_job(api, NS, job) == {flavor}
+        finished = await wait_for(
+            lambda j=job: _finished_workload(api, j),
+            timeout=30,
+            what=f"{job} workload Finished",  # type: ignore[misc]
+        )
+        assert condition(finished, C.FINISHED)["reason"] == C.REASON_SUCCEEDED  # type: ignore[index]
+
+    # kubectl shows them as the article does.
+    table = single_cluster.kubectl("get", "workloads", "-n", NS).stdout
+    assert "gpu-lq" in table and "gpu-cq" in table
+
+
+async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
+    single_cluster: LocalCluster,
+    api: KubeApi,
+    article_queues: None,
+    start_controller: StartController,
+) -> None:
+    cq = await api.get(R.CLUSTER_QUEUES, "gpu-cq")
+    groups = cq["spec"]["resourceGroups"]
+    for resource in groups[0]["flavors"][0]["resources"]:
+        if resource["name"] == "nvidia.com/gpu":
+            resource["nominalQuota"] = 1
+    await api.patch(R.CLUSTER_QUEUES, "gpu-cq", {"spec": {"resourceGroups": groups}})
+    await start_controller()
+    names = ["light-1", "light-2", "light-3"]
+    for name in names:
+        await api.create(R.JOBS, seed_job("02-light-job.yaml", new_name=name, delay_ms=1500), NS)
+
+    # One runs, two wait, with the reason a person can act on.
+    await wait_for(
+        lambda: _states(api, names), timeout=30, what="one admitted, two pending with a reason"
+    )
+    states = await _states(api, names)
+    assert states is not None
+    admitted, waiting = states
+    assert len(admitted) == 1 and len(waiting) == 2
+    for wl in waiting:
+        message = condition(wl, C.QUOTA_RESERVED)["message"]  # type: ignore[index]
+        assert "insufficient unused quota for nvidia.com/gpu in flavor rtx-a1000" in message
+    table = single_cluster.kubectl("get", "workloads", "-n", NS).stdout
+    assert table.count("True") >= 1 and "light-" in table
+
+    # Each starts only after the previous one finished: never two running at once.
+    finished_order: list[str] = []
+
+    async def all_done() -> bool:
+        running = 0
+        for name in names:
+            wl = await workload_of(api, NS, name)
+            if wl is None:
+                continue
+            if ws.is_finished(wl):
+                if name not in finished_order:
+                    finished_order.append(name)
+            elif ws.is_admitted(wl):
+                running += 1
+        assert running <= 1, "two light jobs admitted at once with one GPU of quota"
+        return len(finished_order) == 3
+
+    await wait_for(all_done, timeout=90, interval=0.2, what="three light jobs finished")
+    starts = []
+    for name in names:
+        wl = await workload_of(api, NS, name)
+        starts.append((condition(wl, C.QUOTA_RESERVED)["lastTransitionTime"], name))  # type: ignore[index]
+    assert [n for _, n in sorted(starts)] == finished_order
+
+
+async def _admitted_workload(api: KubeApi, job: str) -> dict[str, object] | None:
+    wl = await workload_of(api, NS, job)
+    return wl if wl is not None and ws.is_admitted(wl) else None
+
+
+async def _finished_workload(api: KubeApi, job: str) -> dict[str, object] | None:
+    wl = await workload_of(api, NS, job)
+    return wl if wl is not None and ws.is_finished(wl) else None
+
+
+async def _states(
+    api: KubeApi, names: list[str]
+) -> tuple[list[dict[str, object]], list[dict[str, object]]] | None:
+    admitted, waiting = [], []
+    for name in names:
+        wl = await workload_of(api, NS, name)
+        if wl is None:
+            return None
+        if ws.is_admitted(wl):
+            admitted.append(wl)
+        elif (c := condition(wl, C.QUOTA_RESERVED)) is not None and "insufficient" in c.get(
+            "message", ""
+        ):
+            waiting.append(wl)
+    return (admitted, waiting) if len(admitted) == 1 and len(waiting) == 2 else None
