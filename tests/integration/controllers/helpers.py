@@ -10,6 +10,7 @@ import yaml
 
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
+from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
@@ -36,10 +37,10 @@ def seed_job(
 async def workload_of(api: KubeApi, namespace: str, job_name: str) -> dict[str, Any] | None:
     job = await api.get(R.JOBS, job_name, namespace)
     name = ws.workload_name_for_job(job_name, job["metadata"]["uid"])
-    for wl in (await api.list(R.WORKLOADS, namespace))["items"]:
-        if wl["metadata"]["name"] == name:
-            return wl
-    return None
+    try:
+        return await api.get(R.WORKLOADS, name, namespace)
+    except errors.NotFound:
+        return None
 
 
 def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:

@@ -4,7 +4,9 @@ three light jobs run one after another while the others wait with a readable rea
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -59,18 +61,20 @@ async def test_light_job_on_rtx_heavy_job_on_h100(
 
     for job, flavor in (("light-job", "rtx-a1000"), ("heavy-job", "h100")):
         wl = await wait_for(
-            lambda j=job: _admitted_workload(api, j),
+            functools.partial(_admitted_workload, api, job),
             timeout=30,
-            what=f"{job} admitted",  # type: ignore[misc]
+            what=f"{job} admitted",
         )
         assert flavors_of(wl) == {flavor}
         assert ws.status_of(wl)["admission"]["clusterQueue"] == "gpu-cq"
-        await wait_for(lambda j=job: job_complete(api, NS, j), timeout=60, what=f"{job} Complete")  # type: ignore[misc]
+        await wait_for(
+            functools.partial(job_complete, api, NS, job), timeout=60, what=f"{job} Complete"
+        )
         assert await node_models_of_job(api, NS, job) == {flavor}
         finished = await wait_for(
-            lambda j=job: _finished_workload(api, j),
+            functools.partial(_finished_workload, api, job),
             timeout=30,
-            what=f"{job} workload Finished",  # type: ignore[misc]
+            what=f"{job} workload Finished",
         )
         assert condition(finished, C.FINISHED)["reason"] == C.REASON_SUCCEEDED  # type: ignore[index]
 
@@ -130,24 +134,24 @@ async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
     await wait_for(all_done, timeout=90, interval=0.2, what="three light jobs finished")
     starts = []
     for name in names:
-        wl = await workload_of(api, NS, name)
-        starts.append((condition(wl, C.QUOTA_RESERVED)["lastTransitionTime"], name))  # type: ignore[index]
+        done = await workload_of(api, NS, name)
+        starts.append((condition(done, C.QUOTA_RESERVED)["lastTransitionTime"], name))  # type: ignore[index]
     assert [n for _, n in sorted(starts)] == finished_order
 
 
-async def _admitted_workload(api: KubeApi, job: str) -> dict[str, object] | None:
+async def _admitted_workload(api: KubeApi, job: str) -> dict[str, Any] | None:
     wl = await workload_of(api, NS, job)
     return wl if wl is not None and ws.is_admitted(wl) else None
 
 
-async def _finished_workload(api: KubeApi, job: str) -> dict[str, object] | None:
+async def _finished_workload(api: KubeApi, job: str) -> dict[str, Any] | None:
     wl = await workload_of(api, NS, job)
     return wl if wl is not None and ws.is_finished(wl) else None
 
 
 async def _states(
     api: KubeApi, names: list[str]
-) -> tuple[list[dict[str, object]], list[dict[str, object]]] | None:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     admitted, waiting = [], []
     for name in names:
         wl = await workload_of(api, NS, name)

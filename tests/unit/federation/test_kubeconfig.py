@@ -138,4 +138,3 @@ def test_rejected(text: str, reason: str, fragment: str) -> None:
         kc.check(text)
     assert caught.value.reason == reason
     assert fragment in str(caught.value)
-
