@@ -117,7 +117,10 @@ class JobController:
         if runnable and suspended:
             await self._start(job, wl)
         elif not runnable and not suspended:
-            await self._stop(job, wl)
+            # A running Job's template is immutable: suspend first, restore afterwards.
+            await self._patch_job(job, {"spec": {"suspend": True}})
+        elif not runnable and not (job.get("status") or {}).get("startTime"):
+            await self._restore(job, wl)
         return None
 
     async def _keep_suspended(self, job: Obj) -> None:
@@ -214,19 +217,20 @@ class JobController:
         selector, tolerations = self._injected_template(job, wl)
         await self._patch_job(job, _template_patch(job, selector, tolerations, suspend=False))
 
-    async def _stop(self, job: Obj, wl: Obj) -> None:
-        template_spec = (
+    async def _restore(self, job: Obj, wl: Obj) -> None:
+        """Put back the template the Job was submitted with (kept in its Workload), once the
+        Job controller has cleared startTime after the suspension."""
+        original = (
             ((wl.get("spec") or {}).get("podSets") or [{}])[0].get("template", {}).get("spec", {})
         )
-        await self._patch_job(
-            job,
-            _template_patch(
-                job,
-                dict(template_spec.get("nodeSelector") or {}),
-                list(template_spec.get("tolerations") or []),
-                suspend=True,
-            ),
-        )
+        selector = dict(original.get("nodeSelector") or {})
+        tolerations = list(original.get("tolerations") or [])
+        current = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if (current.get("nodeSelector") or {}) == selector and (
+            current.get("tolerations") or []
+        ) == tolerations:
+            return
+        await self._patch_job(job, _template_patch(job, selector, tolerations, suspend=True))
 
     async def _delete_workload(self, key: str) -> None:
         namespace, name = key.split("/", 1)

@@ -1,0 +1,117 @@
+"""Small builders for the objects controller tests create (each test names its own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manager.api import constants as C
+
+Obj = dict[str, Any]
+
+
+def flavor(name: str, model: str) -> Obj:
+    return {
+        "apiVersion": C.API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": {"gpu.model": model}},
+    }
+
+
+def cluster_queue(
+    name: str,
+    flavor_name: str,
+    *,
+    gpus: int,
+    cohort: str | None = None,
+    borrowing_limit: int | None = None,
+    preemption: Obj | None = None,
+    strategy: str = "BestEffortFIFO",
+) -> Obj:
+    gpu: Obj = {"name": "nvidia.com/gpu", "nominalQuota": gpus}
+    if borrowing_limit is not None:
+        gpu["borrowingLimit"] = borrowing_limit
+    spec: Obj = {
+        "namespaceSelector": {},
+        "queueingStrategy": strategy,
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "nvidia.com/gpu"],
+                "flavors": [
+                    {"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": 64}, gpu]}
+                ],
+            }
+        ],
+    }
+    if cohort:
+        spec["cohortName"] = cohort
+    if preemption:
+        spec["preemption"] = preemption
+    return {
+        "apiVersion": C.API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def local_queue(namespace: str, name: str, cq: str) -> Obj:
+    return {
+        "apiVersion": C.API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+def priority_class(name: str, value: int) -> Obj:
+    return {
+        "apiVersion": C.API_VERSION,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def job(
+    namespace: str,
+    name: str,
+    queue: str,
+    *,
+    gpus: int = 1,
+    delay_ms: int = 1000,
+    priority_class: str | None = None,
+    model: str | None = None,
+) -> Obj:
+    labels = {C.QUEUE_NAME_LABEL: queue}
+    if priority_class:
+        labels[C.PRIORITY_CLASS_LABEL] = priority_class
+    pod_spec: Obj = {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox",
+                "resources": {
+                    "requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
+                    "limits": {"nvidia.com/gpu": str(gpus)},
+                },
+            }
+        ],
+    }
+    if model:
+        pod_spec["nodeSelector"] = {"gpu.model": model}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "metadata": {
+                    "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": str(delay_ms)}
+                },
+                "spec": pod_spec,
+            },
+        },
+    }
