@@ -15,6 +15,7 @@ from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
 from manager.kube.api import KubeApi
 from manager.kube.process import configure_logging, run_until_signalled
+from worker_shim.fencing import Fencing, FencingSettings
 
 log = logging.getLogger("worker_shim")
 
@@ -26,6 +27,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--workers", type=int, default=4, help="concurrent reconciles per controller"
     )
+    parser.add_argument(
+        "--namespace",
+        default="kueue-system",
+        help="where the managers' fencing Leases and the shim's heartbeat live",
+    )
+    parser.add_argument(
+        "--no-fencing",
+        action="store_true",
+        help="do not fence (behave like a worker without kfed's shim, e.g. upstream Kueue)",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
 
@@ -35,9 +46,18 @@ async def run(args: argparse.Namespace) -> None:
         args.kubeconfig, context=args.context, name="local"
     ) as api:
         controller = ClusterController(api, ControllerSettings(workers=args.workers))
-        log.info("worker shim starting on %s", args.kubeconfig)
+        log.info(
+            "worker shim starting on %s (fencing %s)",
+            args.kubeconfig,
+            "off" if args.no_fencing else "on",
+        )
+        parts = [controller.run()]
+        if not args.no_fencing:
+            parts.append(
+                Fencing(api, controller.state, FencingSettings(namespace=args.namespace)).run()
+            )
         try:
-            await controller.run()
+            await asyncio.gather(*parts)
         finally:
             log.info("worker shim stopped")
 

@@ -77,15 +77,6 @@ class JobController:
         owner = ws.owner_job(event.obj)
         if owner is not None:
             self.queue.add(owner)
-        else:
-            # A prebuilt workload (remote copy on a worker): its Job has the same name.
-            labels = (event.obj.get("metadata") or {}).get("labels") or {}
-            if labels.get(C.MULTIKUEUE_ORIGIN_LABEL):
-                job_name = (
-                    (event.obj.get("metadata") or {}).get("annotations", {}).get("kfed.io/job-name")
-                )
-                if job_name:
-                    self.queue.add(f"{event.obj['metadata']['namespace']}/{job_name}")
 
     async def reconcile(self, key: str) -> float | None:
         if key.startswith("deleted:"):
@@ -146,7 +137,7 @@ class JobController:
                 "name": name,
                 "namespace": namespace,
                 "labels": {C.JOB_UID_LABEL: meta.get("uid", "")},
-                "annotations": {"kfed.io/job-name": meta["name"]},
+                "annotations": {C.JOB_NAME_ANNOTATION: meta["name"]},
                 "ownerReferences": [
                     {
                         "apiVersion": "batch/v1",
@@ -166,15 +157,19 @@ class JobController:
             },
         }
         wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
-        if wpc:
-            body["spec"]["priorityClassRef"] = {
-                "group": C.GROUP,
-                "kind": "WorkloadPriorityClass",
-                "name": wpc,
-            }
-            value = self.state.priority_class_value(wpc)
-            if value is not None:
-                body["spec"]["priority"] = value
+        value = self.state.priority_class_value(wpc) if wpc else None
+        if wpc and value is None:
+            log.warning(
+                "Job %s/%s names WorkloadPriorityClass %s, which does not exist; "
+                "its workload gets priority 0",
+                namespace,
+                meta["name"],
+                wpc,
+            )
+        if wpc and value is not None:
+            ref = {"group": C.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}
+            body["spec"]["priorityClassRef"] = ref
+            body["spec"]["priority"] = value
         elif (
             pod_priority := ((spec.get("template") or {}).get("spec") or {}).get("priority")
         ) is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -40,6 +41,9 @@ class WorkloadController:
         self.admission = admission
         self.settings = settings
         self.queue = WorkQueue(name="workloads")
+        self.stop_checks: list[Callable[[dict[str, Any]], bool]] = []
+        """Extra conditions for "the job has stopped" (the federation adds: no remote copy
+        can still run) before an evicted workload gives its quota back."""
         state.workloads.subscribe(self._on_event)
         state.jobs.subscribe(self._on_job_event)
 
@@ -56,6 +60,8 @@ class WorkloadController:
             self.queue.add(key)
 
     def job_stopped(self, obj: dict[str, Any]) -> bool:
+        if not all(check(obj) for check in self.stop_checks):
+            return False
         job_key = ws.owner_job(obj)
         if job_key is None:
             return True

@@ -1,0 +1,173 @@
+"""Where a workload fits: free quota per worker, flavor and resource, from the workers' own
+ClusterQueues as the manager watches them, and the scoring rule that picks one.
+
+A worker is a candidate for a workload admitted on the manager in flavor F when:
+it is connected and not cordoned; the job's allow-list (if any) names it; it has the
+LocalQueue the job was submitted to (same namespace and name) and that LocalQueue's
+ClusterQueue offers a flavor matching F (same name, or same nodeLabels); and that flavor's
+nominal quota, minus what the worker has reserved and what the manager has just sent there
+but the worker has not admitted yet, covers every resource the workload uses.
+
+Among candidates the rule is **best fit**: the worker left with the smallest share of free
+quota in the scarcest requested resource after placing the job (so large holes stay
+available for large jobs), then the one with the fewest of our workloads still waiting to be
+admitted there, then MultiKueueConfig order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.api import quantity
+
+Obj = dict[str, Any]
+ResourceUsage = Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    cluster: str
+    fits: bool
+    reason: str
+    """Why it does not fit, or a summary of the fit (shown in `kfed explain`)."""
+    worker_cluster_queue: str = ""
+    flavors: Mapping[str, str] = field(default_factory=dict)
+    """Manager flavor -> worker flavor."""
+    free: Mapping[str, int] = field(default_factory=dict)
+    """Free units per resource before placing, in the matched worker flavors."""
+    score: tuple[float, int, int] = (1.0, 0, 0)
+
+    def describe(self) -> str:
+        return f"{self.cluster}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a manager workload needs: its admission's usage per (manager flavor, resource)."""
+
+    namespace: str
+    queue: str
+    usage: Mapping[tuple[str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerView:
+    """The objects of one worker the evaluation reads (informer caches)."""
+
+    name: str
+    local_queues: Mapping[str, Obj]
+    cluster_queues: Mapping[str, Obj]
+    flavors: Mapping[str, Obj]
+    in_flight: Mapping[tuple[str, str, str], int] = field(default_factory=dict)
+    """(worker ClusterQueue, worker flavor, resource) -> usage sent but not admitted yet."""
+    waiting: int = 0
+    order: int = 0
+
+
+def _quotas(cq: Obj) -> dict[str, dict[str, int]]:
+    result: dict[str, dict[str, int]] = {}
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for fq in rg.get("flavors") or []:
+            result[fq["name"]] = {
+                r["name"]: quantity.to_core_units(r["name"], r.get("nominalQuota", 0))
+                for r in fq.get("resources") or []
+            }
+    return result
+
+
+def _reserved(cq: Obj) -> dict[tuple[str, str], int]:
+    result = {}
+    for fu in (cq.get("status") or {}).get("flavorsReservation") or []:
+        for r in fu.get("resources") or []:
+            result[(fu["name"], r["name"])] = quantity.to_core_units(r["name"], r.get("total") or 0)
+    return result
+
+
+def match_flavor(
+    manager_flavor: str, manager_flavors: Mapping[str, Obj], worker: WorkerView, offered: list[str]
+) -> str | None:
+    """A worker flavor of ``offered`` for a manager flavor: same name, else same nodeLabels."""
+    if manager_flavor in offered:
+        return manager_flavor
+    labels = ((manager_flavors.get(manager_flavor) or {}).get("spec") or {}).get("nodeLabels") or {}
+    if not labels:
+        return None
+    for name in offered:
+        worker_labels = ((worker.flavors.get(name) or {}).get("spec") or {}).get("nodeLabels") or {}
+        if worker_labels == labels:
+            return name
+    return None
+
+
+def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str, Obj]) -> Candidate:
+    lq = worker.local_queues.get(f"{request.namespace}/{request.queue}")
+    if lq is None:
+        return Candidate(worker.name, False, f"no LocalQueue {request.namespace}/{request.queue}")
+    cq_name = str((lq.get("spec") or {}).get("clusterQueue", ""))
+    cq = worker.cluster_queues.get(cq_name)
+    if cq is None:
+        return Candidate(
+            worker.name,
+            False,
+            f"LocalQueue {request.queue} points to missing ClusterQueue {cq_name}",
+        )
+    quotas = _quotas(cq)
+    reserved = _reserved(cq)
+    mapping: dict[str, str] = {}
+    free: dict[str, int] = {}
+    tightest = 1.0
+    for (flavor, resource), amount in sorted(request.usage.items()):
+        worker_flavor = mapping.get(flavor) or match_flavor(
+            flavor, manager_flavors, worker, list(quotas)
+        )
+        if worker_flavor is None:
+            return Candidate(
+                worker.name, False, f"ClusterQueue {cq_name} has no flavor matching {flavor}"
+            )
+        mapping[flavor] = worker_flavor
+        nominal = quotas[worker_flavor].get(resource)
+        if nominal is None:
+            return Candidate(
+                worker.name,
+                False,
+                f"flavor {worker_flavor} of ClusterQueue {cq_name} has no quota for {resource}",
+            )
+        available = (
+            nominal
+            - reserved.get((worker_flavor, resource), 0)
+            - worker.in_flight.get((cq_name, worker_flavor, resource), 0)
+        )
+        free[resource] = available
+        if available < amount:
+            return Candidate(
+                worker.name,
+                False,
+                f"insufficient {resource} in flavor {worker_flavor}: "
+                f"{_fmt(resource, amount)} requested, {_fmt(resource, max(available, 0))} free",
+                cq_name,
+                mapping,
+                free,
+            )
+        if nominal > 0:
+            tightest = min(tightest, (available - amount) / nominal)
+    summary = ", ".join(f"{_fmt(r, v)} {r} free" for r, v in sorted(free.items()))
+    return Candidate(
+        worker.name,
+        True,
+        f"fits in {cq_name} ({summary})",
+        cq_name,
+        mapping,
+        free,
+        (tightest, worker.waiting, worker.order),
+    )
+
+
+def choose(candidates: list[Candidate]) -> Candidate | None:
+    fitting = [c for c in candidates if c.fits]
+    return min(fitting, key=lambda c: (c.score, c.cluster)) if fitting else None
+
+
+def _fmt(resource: str, units: int) -> str:
+    return quantity.from_core_units(resource, units).canonical()

@@ -1,0 +1,721 @@
+"""The MultiKueue admission check controller: places each workload that holds quota on the
+manager on worker clusters, follows it there, and brings its status back.
+
+Per manager Workload (one reconcile at a time, keyed ``namespace/name``):
+
+1. Not federated (its ClusterQueue has no MultiKueue check): nothing to do.
+2. Gone, finished, or no longer holding quota: remove every remote copy.
+3. A remote copy finished: copy the remote Job's final status to the manager's Job (whose
+   own controller then finishes the Workload); the copies go in step 2 afterwards.
+4. Check Ready (placed on ``status.clusterName``): keep the manager's Job status in sync; if
+   the copy was evicted there, vanished, or its worker is lost (and surely fenced, or lost
+   for longer than the unfenced timeout), set the check to Retry: the manager evicts and
+   requeues it, and it is placed again.
+5. Check Pending: place it. Capacity-aware (default): one copy on the best-fitting worker
+   (see capacity.py); if that worker has not admitted it within ``admission_timeout`` it is
+   withdrawn and the next candidate tried. AllAtOnce / Incremental: copies on every (or
+   ``incremental_step`` more) workers, the first to admit wins and the others are deleted
+   before the Job is created on the winner. Once admitted remotely: create the Job there,
+   set the check Ready and ``clusterName``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.api import constants as C
+from manager.api import quantity
+from manager.controllers import conditions
+from manager.controllers import workloadstatus as ws
+from manager.controllers.runtime import ClusterController
+from manager.federation import capacity, checkstatus, remoteobjects
+from manager.federation.registry import ClusterRegistry
+from manager.federation.remote import RemoteCluster
+from manager.federation.settings import (
+    ALLOWED_CLUSTERS_ANNOTATION,
+    FAILOVER_POLICY_ANNOTATION,
+    PLACEMENT_ANNOTATION,
+    DispatchMode,
+    FederationSettings,
+)
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import Obj
+from manager.kube.informer import Event
+from manager.kube.update import patch_guarded
+from manager.kube.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Placement:
+    """A copy sent to one worker and not admitted there yet (capacity-aware mode)."""
+
+    cluster: str
+    worker_cluster_queue: str
+    usage: dict[tuple[str, str, str], int]
+    deadline: float
+    reason: str
+
+
+@dataclass
+class Stats:
+    remote_workloads_created: int = 0
+    remote_jobs_created: int = 0
+    withdrawn: int = 0
+    retries: int = 0
+    dispatch_latencies: list[float] = field(default_factory=list)
+
+
+class Dispatcher:
+    def __init__(
+        self, manager: ClusterController, registry: ClusterRegistry, settings: FederationSettings
+    ) -> None:
+        self.manager = manager
+        self.state = manager.state
+        self.registry = registry
+        self.settings = settings
+        self.queue = WorkQueue(name="dispatch")
+        self.placements: dict[str, Placement] = {}
+        self.tried: dict[str, set[str]] = {}
+        self.waiting: set[str] = set()
+        self.rounds: dict[str, tuple[int, float]] = {}
+        self.reserved_at: dict[str, float] = {}
+        self.stats = Stats()
+        self._rescan = False
+        self.state.workloads.subscribe(self._on_manager_workload)
+        self.state.jobs.subscribe(self._on_manager_job)
+        manager.workloads.stop_checks.append(self.remote_copies_stopped)
+
+    # -- events ------------------------------------------------------------------------
+
+    def _on_manager_workload(self, event: Event) -> None:
+        self.queue.add(event.key)
+
+    def _on_manager_job(self, event: Event) -> None:
+        meta = event.obj.get("metadata") or {}
+        name = ws.workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
+        self.queue.add(f"{meta.get('namespace')}/{name}")
+
+    def attach(self, remote: RemoteCluster) -> None:
+        """Follow a worker's copies: their events bring the manager workload back here."""
+
+        def on_remote(event: Event) -> None:
+            meta = event.obj.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            name = labels.get(C.PREBUILT_WORKLOAD_LABEL) or meta.get("name")
+            self.queue.add(f"{meta.get('namespace')}/{name}")
+
+        remote.workloads().subscribe(on_remote)
+        remote.jobs().subscribe(on_remote)
+
+    def capacity_changed(self) -> None:
+        """Something changed on a worker: waiting workloads may fit now (see rescan)."""
+        self._rescan = True
+
+    def connectivity_changed(self, remote: RemoteCluster) -> None:
+        """A worker was lost or came back: look again at everything placed there."""
+        for key, placement in self.placements.items():
+            if placement.cluster == remote.name:
+                self.queue.add(key)
+        for obj in self.state.workloads.items():
+            if ws.status_of(obj).get("clusterName") == remote.name:
+                self.queue.add(ws.key_of(obj))
+        self._rescan = True
+
+    def rescan(self) -> None:
+        """Queue the waiting workloads again, highest priority and oldest first, at most once
+        per rescan period however many worker events came in."""
+        if not self._rescan:
+            return
+        self._rescan = False
+
+        def order(key: str) -> tuple[int, str]:
+            obj = self.state.workloads.get(key) or {}
+            priority = int((obj.get("spec") or {}).get("priority") or 0)
+            return -priority, str((obj.get("metadata") or {}).get("creationTimestamp", ""))
+
+        for key in sorted(self.waiting, key=order):
+            self.queue.add(key)
+
+    # -- lookups -----------------------------------------------------------------------
+
+    def multikueue_check(self, obj: Obj) -> tuple[str, list[str]] | None:
+        """(check name, worker names of its MultiKueueConfig) when the workload is federated."""
+        admission = ws.status_of(obj).get("admission") or {}
+        cq_name = admission.get("clusterQueue")
+        if cq_name is None:
+            lq = self.state.local_queues.get(
+                f"{obj['metadata']['namespace']}/{(obj.get('spec') or {}).get('queueName')}"
+            )
+            cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+        if not cq_name:
+            return None
+        for name in self.state.admission_check_names(str(cq_name)):
+            ac = self.state.admission_checks.get(name)
+            spec = (ac or {}).get("spec") or {}
+            if spec.get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME:
+                params = spec.get("parameters") or {}
+                clusters = (
+                    self.registry.clusters_of_config(str(params.get("name", "")))
+                    if params.get("kind") == "MultiKueueConfig"
+                    else []
+                )
+                return name, clusters
+        return None
+
+    def copies(self, key: str) -> dict[str, Obj]:
+        """Remote copies of a workload, by worker (connected workers only)."""
+        found = {}
+        for remote in self.registry.active():
+            obj = remote.workloads().get(key)
+            if obj is not None:
+                found[remote.name] = obj
+        return found
+
+    def remote_copies_stopped(self, obj: Obj) -> bool:
+        """For the manager's eviction: no copy of it can still run anywhere."""
+        key = ws.key_of(obj)
+        if self.multikueue_check(obj) is None:
+            return True
+        for entry in self.registry.clusters.values():
+            remote = entry.remote
+            if remote is None:
+                continue
+            present = (
+                remote.workloads().get(key) is not None or self._remote_job(remote, obj) is not None
+            )
+            if not present:
+                continue
+            if remote.connected or not self._may_run_there(remote, obj):
+                return False
+        return True
+
+    def _may_run_there(self, remote: RemoteCluster, obj: Obj) -> bool:
+        return not self._lost_long_enough(remote, obj)
+
+    def _failover_policy(self, obj: Obj) -> str:
+        admission = ws.status_of(obj).get("admission") or {}
+        cq = self.state.cluster_queues.get(str(admission.get("clusterQueue", ""))) or {}
+        return str(
+            ((cq.get("metadata") or {}).get("annotations") or {}).get(
+                FAILOVER_POLICY_ANNOTATION, "fast"
+            )
+        )
+
+    def _lost_long_enough(self, remote: RemoteCluster, obj: Obj) -> bool:
+        if remote.connected:
+            return False
+        if remote.can_fence and self._failover_policy(obj) != "wait":
+            return remote.surely_fenced()
+        return remote.lost_for() >= self.settings.unfenced_worker_lost_timeout
+
+    def _lost_remaining(self, remote: RemoteCluster, obj: Obj) -> float:
+        now = time.monotonic()
+        if (
+            remote.can_fence
+            and self._failover_policy(obj) != "wait"
+            and remote.state.fence_deadline
+        ):
+            return max(0.1, remote.state.fence_deadline - now)
+        return max(0.1, self.settings.unfenced_worker_lost_timeout - remote.lost_for(now))
+
+    def _manager_job(self, obj: Obj) -> Obj | None:
+        owner = ws.owner_job(obj)
+        return self.state.jobs.get(owner) if owner else None
+
+    def _remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+        job = self._manager_job(obj)
+        name = (job or {}).get("metadata", {}).get("name") or (
+            obj["metadata"].get("annotations") or {}
+        ).get(C.JOB_NAME_ANNOTATION)
+        return remote.jobs().get(f"{obj['metadata']['namespace']}/{name}") if name else None
+
+    # -- the reconcile -----------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> float | None:
+        obj = self.state.workloads.get(key)
+        if obj is None:
+            await self._delete_everywhere(key, None)
+            self._forget(key)
+            return None
+        federated = self.multikueue_check(obj)
+        if federated is None:
+            return None
+        check, clusters = federated
+        if (
+            ws.is_finished(obj)
+            or not ws.has_reservation(obj)
+            or obj["metadata"].get("deletionTimestamp")
+        ):
+            await self._delete_everywhere(key, obj)
+            self._forget(key)
+            return None
+        self.reserved_at.setdefault(key, time.monotonic())
+        copies = self.copies(key)
+        for cluster, remote_wl in copies.items():
+            if ws.is_finished(remote_wl):
+                await self._finish_from(cluster, obj, remote_wl)
+                return None
+        if ws.is_evicted(obj):
+            # The manager evicted it (preempted, or our Retry): stop every copy.
+            await self._delete_everywhere(key, obj)
+            self._forget(key)
+            return None
+        state, _ = checkstatus.check_state(obj, check)
+        if state == "Ready":
+            return await self._follow(key, obj, check, copies)
+        if state == "Pending":
+            return await self._place(key, obj, check, clusters, copies)
+        return None
+
+    async def _follow(self, key: str, obj: Obj, check: str, copies: dict[str, Obj]) -> float | None:
+        cluster = ws.status_of(obj).get("clusterName")
+        remote = self.registry.remote(str(cluster)) if cluster else None
+        if remote is None:
+            return await self._retry(obj, check, f"worker {cluster} is no longer registered")
+        if not remote.connected:
+            if self._lost_long_enough(remote, obj):
+                how = "fenced itself" if remote.can_fence else "timed out"
+                return await self._retry(
+                    obj, check, f"worker {cluster} lost ({how}); moving the workload"
+                )
+            return self._lost_remaining(remote, obj)
+        remote_wl = copies.get(str(cluster))
+        if remote_wl is None:
+            return await self._retry(obj, check, f"the copy on worker {cluster} no longer exists")
+        if (
+            ws.is_evicted(remote_wl)
+            or not ws.has_reservation(remote_wl)
+            or not ws.is_active(remote_wl)
+        ):
+            why = (conditions.find(ws.status_of(remote_wl).get("conditions"), C.EVICTED) or {}).get(
+                "message"
+            ) or "lost its quota there"
+            return await self._retry(obj, check, f"evicted on worker {cluster}: {why}")
+        await self._sync_job_status(remote, obj)
+        return None
+
+    async def _retry(self, obj: Obj, check: str, message: str) -> float | None:
+        self.stats.retries += 1
+        log.info("workload %s: %s", ws.key_of(obj), message)
+        await self._set_check(obj, check, "Retry", message)
+        return None
+
+    async def _set_check(
+        self, obj: Obj, check: str, state: str, message: str, **kw: Any
+    ) -> Obj | None:
+        try:
+            written = await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                obj,
+                lambda o: checkstatus.set_check(o, check, state, message, **kw),
+                subresource="status",
+            )
+        except errors.NotFound:
+            return None
+        if written is not None:
+            self.state.workloads.cache[ws.key_of(written)] = written
+        return written
+
+    # -- placing -------------------------------------------------------------------------
+
+    def _request(self, obj: Obj) -> capacity.Request:
+        usage: dict[tuple[str, str], int] = {}
+        admission = ws.status_of(obj).get("admission") or {}
+        for psa in admission.get("podSetAssignments") or []:
+            flavors = psa.get("flavors") or {}
+            for resource, value in (psa.get("resourceUsage") or {}).items():
+                flavor = flavors.get(resource)
+                if flavor:
+                    fr = (flavor, resource)
+                    usage[fr] = usage.get(fr, 0) + quantity.to_core_units(resource, value)
+        return capacity.Request(
+            obj["metadata"]["namespace"], str((obj.get("spec") or {}).get("queueName", "")), usage
+        )
+
+    def _allowed(self, obj: Obj) -> set[str] | None:
+        job = self._manager_job(obj) or {}
+        for source in (obj, job):
+            value = ((source.get("metadata") or {}).get("annotations") or {}).get(
+                ALLOWED_CLUSTERS_ANNOTATION
+            )
+            if value:
+                return {c.strip() for c in value.split(",") if c.strip()}
+        return None
+
+    def worker_view(self, remote: RemoteCluster, order: int) -> capacity.WorkerView:
+        in_flight: dict[tuple[str, str, str], int] = {}
+        waiting = 0
+        for placement in self.placements.values():
+            if placement.cluster == remote.name:
+                waiting += 1
+                for k, v in placement.usage.items():
+                    in_flight[k] = in_flight.get(k, 0) + v
+        return capacity.WorkerView(
+            name=remote.name,
+            local_queues=remote.informers["localqueues"].cache,
+            cluster_queues=remote.informers["clusterqueues"].cache,
+            flavors=remote.informers["resourceflavors"].cache,
+            in_flight=in_flight,
+            waiting=waiting,
+            order=order,
+        )
+
+    def candidates(self, obj: Obj, clusters: list[str]) -> list[capacity.Candidate]:
+        """Every worker of the config, evaluated for this workload (used by `kfed whatif`)."""
+        request = self._request(obj)
+        allowed = self._allowed(obj)
+        result = []
+        for order, name in enumerate(clusters):
+            entry = self.registry.clusters.get(name)
+            remote = entry.remote if entry else None
+            if allowed is not None and name not in allowed:
+                result.append(
+                    capacity.Candidate(
+                        name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}"
+                    )
+                )
+            elif remote is None or not remote.connected:
+                result.append(capacity.Candidate(name, False, "not connected"))
+            elif self._maintenance(name) in ("cordon", "drain"):
+                result.append(
+                    capacity.Candidate(name, False, f"in maintenance ({self._maintenance(name)})")
+                )
+            else:
+                result.append(
+                    capacity.evaluate(
+                        self.worker_view(remote, order), request, self.state.flavors.cache
+                    )
+                )
+        return result
+
+    def _maintenance(self, cluster: str) -> str:
+        obj = self.registry.mk_clusters.get(cluster) or {}
+        return str(
+            ((obj.get("metadata") or {}).get("annotations") or {}).get(C.MAINTENANCE_ANNOTATION, "")
+        )
+
+    async def _place(
+        self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
+    ) -> float | None:
+        if self.settings.dispatch_mode is DispatchMode.CAPACITY_AWARE:
+            return await self._place_capacity_aware(key, obj, check, clusters, copies)
+        return await self._place_many(key, obj, check, clusters, copies)
+
+    async def _place_capacity_aware(
+        self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
+    ) -> float | None:
+        placement = self.placements.get(key)
+        if placement is None and copies:
+            # After a restart: a copy already exists; follow it.
+            cluster = sorted(copies)[0]
+            placement = Placement(
+                cluster, "", {}, time.monotonic() + self.settings.admission_timeout, "recovered"
+            )
+            self.placements[key] = placement
+        if placement is not None:
+            remote = self.registry.remote(placement.cluster)
+            copy_ = copies.get(placement.cluster)
+            if remote is not None and remote.connected and copy_ is not None:
+                if ws.is_admitted(copy_) and not ws.is_evicted(copy_):
+                    return await self._won(key, obj, check, remote, copies)
+                if (
+                    time.monotonic() < placement.deadline
+                    and ws.is_active(copy_)
+                    and not ws.is_evicted(copy_)
+                ):
+                    return placement.deadline - time.monotonic()
+            elif remote is not None and remote.connected and time.monotonic() < placement.deadline:
+                return 0.5  # created, not seen by our informer yet
+            # Not admitted in time (or the worker went away): withdraw, try the next one.
+            self.stats.withdrawn += 1
+            self.tried.setdefault(key, set()).add(placement.cluster)
+            del self.placements[key]
+            if remote is not None and remote.connected:
+                await self._delete_copy(remote, key, obj)
+            elif remote is not None and not self._lost_long_enough(remote, obj):
+                # It may still admit and run it there: wait until it surely cannot.
+                self.placements[key] = placement
+                return self._lost_remaining(remote, obj)
+
+        candidates = self.candidates(obj, clusters)
+        tried = self.tried.get(key, set())
+        fresh = [c for c in candidates if c.cluster not in tried]
+        if not any(c.fits for c in fresh) and tried:
+            self.tried[key] = set()  # every candidate had its turn: start over
+            fresh = candidates
+        best = capacity.choose(fresh)
+        if best is None:
+            self.waiting.add(key)
+            reasons = "; ".join(c.describe() for c in candidates) or "no worker clusters configured"
+            await self._set_check(obj, check, "Pending", f"no worker can admit it now: {reasons}")
+            return None
+        self.waiting.discard(key)
+        remote = self.registry.remote(best.cluster)
+        assert remote is not None
+        usage = {}
+        for (flavor, resource), amount in self._request(obj).usage.items():
+            worker_flavor = best.flavors.get(flavor, flavor)
+            usage[(best.worker_cluster_queue, worker_flavor, resource)] = amount
+        self.placements[key] = Placement(
+            best.cluster,
+            best.worker_cluster_queue,
+            usage,
+            time.monotonic() + self.settings.admission_timeout,
+            best.reason,
+        )
+        if not await self._create_copy(remote, obj):
+            del self.placements[key]
+            return 1.0
+        decision = {
+            "cluster": best.cluster,
+            "reason": best.reason,
+            "rule": "best fit, then fewest waiting, then config order",
+            "candidates": [c.describe() for c in candidates],
+            "at": time.time(),
+        }
+        await self._annotate(obj, decision)
+        await self._set_check(
+            obj,
+            check,
+            "Pending",
+            f"dispatched to {best.cluster}: {best.reason}",
+            nominated=[best.cluster],
+        )
+        return self.settings.admission_timeout
+
+    async def _place_many(
+        self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
+    ) -> float | None:
+        admitted = [
+            (self._admitted_at(c), name)
+            for name, c in copies.items()
+            if ws.is_admitted(c) and not ws.is_evicted(c)
+        ]
+        if admitted:
+            _, winner = min(admitted)
+            remote = self.registry.remote(winner)
+            assert remote is not None
+            return await self._won(key, obj, check, remote, copies)
+        allowed = self._allowed(obj)
+        usable = [
+            n
+            for n in clusters
+            if (allowed is None or n in allowed)
+            and self._maintenance(n) == ""
+            and (r := self.registry.remote(n)) is not None
+            and r.connected
+        ]
+        if self.settings.dispatch_mode is DispatchMode.INCREMENTAL:
+            step, started = self.rounds.get(key, (1, time.monotonic()))
+            if time.monotonic() - started >= self.settings.incremental_round_timeout:
+                step, started = step + 1, time.monotonic()
+            self.rounds[key] = (step, started)
+            usable = usable[: step * self.settings.incremental_step]
+        for name in usable:
+            if name not in copies:
+                remote = self.registry.remote(name)
+                if remote is not None:
+                    await self._create_copy(remote, obj)
+        await self._set_check(
+            obj,
+            check,
+            "Pending",
+            f"dispatched to {', '.join(usable) or 'no worker'}",
+            nominated=sorted(usable),
+        )
+        return 1.0 if self.settings.dispatch_mode is DispatchMode.INCREMENTAL else None
+
+    @staticmethod
+    def _admitted_at(remote_wl: Obj) -> str:
+        c = conditions.find(ws.status_of(remote_wl).get("conditions"), C.ADMITTED) or {}
+        return str(c.get("lastTransitionTime", ""))
+
+    async def _won(
+        self, key: str, obj: Obj, check: str, remote: RemoteCluster, copies: dict[str, Obj]
+    ) -> float | None:
+        # Every other copy goes first, so at most one worker can ever run the job.
+        for name in copies:
+            if name != remote.name:
+                other = self.registry.remote(name)
+                if other is not None:
+                    await self._delete_copy(other, key, obj)
+        job = self._manager_job(obj)
+        if job is not None and self._remote_job(remote, obj) is None:
+            body = remoteobjects.remote_job(
+                job, workload_name=obj["metadata"]["name"], origin=self.settings.origin
+            )
+            try:
+                await remote.api.create(R.JOBS, body, body["metadata"]["namespace"])
+                self.stats.remote_jobs_created += 1
+            except errors.AlreadyExists:
+                pass
+        written = await self._set_check(
+            obj,
+            check,
+            "Ready",
+            f'The workload was admitted on "{remote.name}"',
+            cluster_name=remote.name,
+        )
+        if written is not None:
+            self.placements.pop(key, None)
+            self.tried.pop(key, None)
+            started = self.reserved_at.pop(key, None)
+            if started is not None:
+                self.stats.dispatch_latencies.append(time.monotonic() - started)
+        return None
+
+    async def _create_copy(self, remote: RemoteCluster, obj: Obj) -> bool:
+        body = remoteobjects.remote_workload(obj, origin=self.settings.origin)
+        namespace = body["metadata"]["namespace"]
+        try:
+            try:
+                await remote.api.create(R.WORKLOADS, body, namespace)
+            except errors.NotFound:
+                await remote.ensure_namespace(namespace)
+                await remote.api.create(R.WORKLOADS, body, namespace)
+            self.stats.remote_workloads_created += 1
+            return True
+        except errors.AlreadyExists:
+            return True
+        except errors.KubeError as err:
+            log.info("creating the copy of %s on %s failed: %s", ws.key_of(obj), remote.name, err)
+            return False
+
+    async def _delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> None:
+        namespace, name = key.split("/", 1)
+        job = self._remote_job(remote, obj) if obj is not None else None
+        if job is None:
+            for candidate in remote.jobs().items():
+                labels = candidate["metadata"].get("labels") or {}
+                if (
+                    candidate["metadata"]["namespace"] == namespace
+                    and labels.get(C.PREBUILT_WORKLOAD_LABEL) == name
+                ):
+                    job = candidate
+        with contextlib.suppress(errors.KubeError):
+            if job is not None:
+                await remote.api.delete(
+                    R.JOBS, job["metadata"]["name"], namespace, propagation="Background"
+                )
+            await remote.api.delete(R.WORKLOADS, name, namespace)
+
+    async def _delete_everywhere(self, key: str, obj: Obj | None) -> None:
+        for remote in self.registry.active():
+            if remote.workloads().get(key) is not None or (
+                obj is not None and self._remote_job(remote, obj)
+            ):
+                await self._delete_copy(remote, key, obj)
+            else:
+                namespace, name = key.split("/", 1)
+                for job in remote.jobs().items():
+                    if (
+                        job["metadata"]["namespace"] == namespace
+                        and (job["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+                        == name
+                    ):
+                        await self._delete_copy(remote, key, obj)
+                        break
+        self.manager.workloads.queue.add(key)  # its eviction may be waiting for this
+
+    def _forget(self, key: str) -> None:
+        self.placements.pop(key, None)
+        self.tried.pop(key, None)
+        self.waiting.discard(key)
+        self.rounds.pop(key, None)
+        self.reserved_at.pop(key, None)
+
+    async def _annotate(self, obj: Obj, decision: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        with contextlib.suppress(errors.KubeError):
+            await self.state.api.patch(
+                R.WORKLOADS,
+                meta["name"],
+                {"metadata": {"annotations": {PLACEMENT_ANNOTATION: json.dumps(decision)}}},
+                meta["namespace"],
+            )
+
+    # -- status back to the manager --------------------------------------------------------
+
+    async def _sync_job_status(self, remote: RemoteCluster, obj: Obj) -> None:
+        job = self._manager_job(obj)
+        remote_job = self._remote_job(remote, obj)
+        if job is None or remote_job is None or (job.get("spec") or {}).get("suspend"):
+            return
+        status = remoteobjects.job_status_for_manager(remote_job)
+        if not status or status == (job.get("status") or {}):
+            return
+        meta = job["metadata"]
+        with contextlib.suppress(errors.NotFound, errors.Conflict):
+            await self.state.api.patch(
+                R.JOBS, meta["name"], {"status": status}, meta["namespace"], subresource="status"
+            )
+
+    async def _finish_from(self, cluster: str, obj: Obj, remote_wl: Obj) -> None:
+        remote = self.registry.remote(cluster)
+        if remote is None:
+            return
+        job = self._manager_job(obj)
+        if job is not None and self._remote_job(remote, obj) is not None:
+            await self._sync_job_status(remote, obj)
+            return  # the manager's Job controller finishes the Workload from its Job status
+        finished = conditions.find(ws.status_of(remote_wl).get("conditions"), C.FINISHED) or {}
+        succeeded = finished.get("reason") == C.REASON_SUCCEEDED
+        with contextlib.suppress(errors.NotFound):
+            await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                obj,
+                lambda o: ws.finish(o, succeeded, str(finished.get("message", ""))),
+                subresource="status",
+            )
+
+    # -- a worker came back ------------------------------------------------------------------
+
+    async def recover(self, remote: RemoteCluster) -> None:
+        """Before anything else happens on a worker that was lost: remove copies the manager
+        no longer places there (the workload moved, finished or is gone)."""
+        for copy_ in list(remote.workloads().items()):
+            key = ws.key_of(copy_)
+            obj = self.state.workloads.get(key)
+            keep = (
+                obj is not None
+                and ws.has_reservation(obj)
+                and not ws.is_finished(obj)
+                and (
+                    ws.status_of(obj).get("clusterName") == remote.name
+                    or (key in self.placements and self.placements[key].cluster == remote.name)
+                )
+                and ws.is_active(copy_)
+            )
+            if not keep:
+                log.info("removing stale copy of %s from %s", key, remote.name)
+                await self._delete_copy(remote, key, obj)
+        for job in list(remote.jobs().items()):
+            labels = job["metadata"].get("labels") or {}
+            key = f"{job['metadata']['namespace']}/{labels.get(C.PREBUILT_WORKLOAD_LABEL, '')}"
+            if remote.workloads().get(key) is None and self.state.workloads.get(key) is None:
+                with contextlib.suppress(errors.KubeError):
+                    await remote.api.delete(
+                        R.JOBS, job["metadata"]["name"], job["metadata"]["namespace"]
+                    )
+
+    async def collect_garbage(self) -> int:
+        """Delete remote copies of our origin whose manager workload is gone or finished."""
+        removed = 0
+        for remote in self.registry.active():
+            for copy_ in list(remote.workloads().items()):
+                key = ws.key_of(copy_)
+                obj = self.state.workloads.get(key)
+                if obj is None or ws.is_finished(obj):
+                    await self._delete_copy(remote, key, obj)
+                    removed += 1
+        return removed

@@ -1,0 +1,251 @@
+"""Worker registration: MultiKueueCluster objects whose kubeconfig lives in a Secret (key
+``kubeconfig``) in the manager's namespace, grouped by MultiKueueConfigs that AdmissionChecks
+with controllerName ``kueue.x-k8s.io/multikueue`` reference.
+
+For each MultiKueueCluster the registry validates the kubeconfig (unsafe ones are refused
+with a reason), runs a RemoteCluster for it, and writes its ``Active`` condition. A change
+of the Secret or the cluster restarts the connection. Nothing here raises on bad input: a
+broken cluster gets Active=False with its reason and the others keep working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from manager.api import constants as C
+from manager.controllers import conditions
+from manager.federation import kubeconfig
+from manager.federation.remote import RemoteCluster
+from manager.federation.settings import FederationSettings
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import KubeApi, Obj
+from manager.kube.informer import Event, Informer
+
+log = logging.getLogger(__name__)
+
+REASON_SECRET_NOT_FOUND = "SecretNotFound"
+REASON_CLUSTER_PROFILE = C.REASON_BAD_CLUSTER_PROFILE
+REASON_PATH_LOCATION = "KubeConfigPathNotAllowed"
+
+
+@dataclass
+class ClusterEntry:
+    name: str
+    fingerprint: str = ""
+    remote: RemoteCluster | None = None
+    task: asyncio.Task[None] | None = None
+    rejected: tuple[str, str] | None = None
+    """(reason, message) when the cluster cannot even be tried."""
+
+    @property
+    def active(self) -> bool:
+        return self.remote is not None and self.remote.connected
+
+    def condition(self) -> tuple[bool, str, str]:
+        if self.rejected is not None:
+            return False, *self.rejected
+        if self.remote is None:
+            return False, C.REASON_CLIENT_CONNECTION_FAILED, "Not connected yet"
+        state = self.remote.state
+        return state.connected, state.reason, state.message
+
+
+class ClusterRegistry:
+    def __init__(
+        self,
+        api: KubeApi,
+        settings: FederationSettings,
+        *,
+        on_reconnect: Callable[[RemoteCluster], Any] | None = None,
+        on_change: Callable[[], None] | None = None,
+        on_remote: Callable[[RemoteCluster], None] | None = None,
+        on_connectivity: Callable[[RemoteCluster], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.settings = settings
+        self.on_reconnect = on_reconnect
+        self.on_change = on_change
+        self.on_remote = on_remote
+        self.on_connectivity = on_connectivity
+        self.clusters: dict[str, ClusterEntry] = {}
+        self.mk_clusters = Informer(api, R.MULTIKUEUE_CLUSTERS)
+        self.mk_configs = Informer(api, R.MULTIKUEUE_CONFIGS)
+        self.secrets = Informer(api, R.SECRETS, namespace=settings.namespace)
+        self._dirty = asyncio.Event()
+        for informer in (self.mk_clusters, self.secrets):
+            informer.subscribe(self._on_event)
+        self.mk_configs.subscribe(lambda _: self._notify())
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [self.mk_clusters, self.mk_configs, self.secrets]
+
+    def _on_event(self, event: Event) -> None:
+        self._dirty.set()
+
+    def _notify(self) -> None:
+        self._dirty.set()
+        if self.on_change is not None:
+            self.on_change()
+
+    def remote(self, name: str) -> RemoteCluster | None:
+        entry = self.clusters.get(name)
+        return entry.remote if entry is not None else None
+
+    def active(self) -> list[RemoteCluster]:
+        return [
+            e.remote for e in self.clusters.values() if e.remote is not None and e.remote.connected
+        ]
+
+    def clusters_of_config(self, config_name: str) -> list[str]:
+        """The worker names a MultiKueueConfig lists, in its order (empty when missing)."""
+        config = self.mk_configs.get(config_name)
+        return [str(c) for c in ((config or {}).get("spec") or {}).get("clusters") or []]
+
+    # -- reconciling the set of clusters -------------------------------------------------
+
+    async def run(self) -> None:
+        tasks = [asyncio.create_task(i.run(), name=repr(i)) for i in self.informers]
+        try:
+            await asyncio.gather(*(i.synced.wait() for i in self.informers))
+            while True:
+                self._dirty.clear()
+                await self._sync()
+                await self.write_status()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._dirty.wait(), timeout=1.0)
+        finally:
+            for entry in self.clusters.values():
+                await self._stop(entry)
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _sync(self) -> None:
+        wanted = {obj["metadata"]["name"]: obj for obj in self.mk_clusters.items()}
+        for name in list(self.clusters):
+            if name not in wanted:
+                await self._stop(self.clusters.pop(name))
+                self._notify()
+        for name, obj in wanted.items():
+            entry = self.clusters.setdefault(name, ClusterEntry(name))
+            text, problem = self._kubeconfig_text(obj)
+            fingerprint = hashlib.sha256((text or "").encode() + repr(problem).encode()).hexdigest()
+            if fingerprint == entry.fingerprint:
+                continue
+            await self._stop(entry)
+            entry.fingerprint = fingerprint
+            entry.rejected = problem
+            if problem is not None or text is None:
+                log.warning("worker %s refused: %s", name, problem)
+                self._notify()
+                continue
+            try:
+                checked = kubeconfig.check(text)
+            except kubeconfig.KubeconfigRejected as err:
+                entry.rejected = (err.reason, str(err))
+                log.warning("worker %s refused: %s", name, err)
+                self._notify()
+                continue
+            try:
+                api = await KubeApi.from_kubeconfig_dict(
+                    checked.config, context=checked.context, name=name
+                )
+            except Exception as err:  # the client library rejects what we did not foresee
+                entry.rejected = (C.REASON_BAD_KUBECONFIG, f"kubeconfig cannot be loaded: {err}")
+                self._notify()
+                continue
+            api.request_timeout = self.settings.request_timeout
+            entry.remote = RemoteCluster(
+                name, api, self.settings, on_reconnect=self._reconnected, on_change=self._notify
+            )
+            entry.task = asyncio.create_task(entry.remote.run(), name=f"remote/{name}")
+            self._notify()
+
+    async def _reconnected(self, remote: RemoteCluster) -> None:
+        if self.on_reconnect is not None:
+            result = self.on_reconnect(remote)
+            if asyncio.iscoroutine(result):
+                await result
+
+    def _kubeconfig_text(self, obj: Obj) -> tuple[str | None, tuple[str, str] | None]:
+        source = (obj.get("spec") or {}).get("clusterSource") or {}
+        if source.get("clusterProfileRef"):
+            return None, (
+                REASON_CLUSTER_PROFILE,
+                "clusterProfileRef is not supported by kfed; use kubeConfig",
+            )
+        kc = source.get("kubeConfig") or {}
+        location, kind = kc.get("location", ""), kc.get("locationType", "Secret")
+        if kind != "Secret":
+            return None, (
+                REASON_PATH_LOCATION,
+                "kubeConfig locationType Path is not supported by kfed: store it in a Secret",
+            )
+        secret = self.secrets.get(f"{self.settings.namespace}/{location}")
+        if secret is None:
+            return None, (
+                REASON_SECRET_NOT_FOUND,
+                f"Secret {self.settings.namespace}/{location} not found",
+            )
+        data = (secret.get("data") or {}).get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
+        if not data:
+            return None, (
+                C.REASON_BAD_KUBECONFIG,
+                f"Secret {self.settings.namespace}/{location} has no key "
+                f"{C.MULTIKUEUE_KUBECONFIG_SECRET_KEY!r}",
+            )
+        try:
+            return base64.b64decode(data).decode(), None
+        except (binascii.Error, UnicodeDecodeError):
+            return None, (
+                C.REASON_BAD_KUBECONFIG,
+                "the kubeconfig in the Secret is not valid base64 text",
+            )
+
+    async def _stop(self, entry: ClusterEntry) -> None:
+        if entry.task is not None:
+            entry.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await entry.task
+        if entry.remote is not None:
+            await entry.remote.api.close()
+        entry.task, entry.remote = None, None
+
+    async def write_status(self) -> None:
+        for name, entry in self.clusters.items():
+            obj = self.mk_clusters.get(name)
+            if obj is None:
+                continue
+            status, reason, message = entry.condition()
+            conds = list((obj.get("status") or {}).get("conditions") or [])
+            if not conditions.set_condition(
+                conds,
+                C.ACTIVE,
+                status,
+                reason,
+                message,
+                generation=obj["metadata"].get("generation"),
+            ):
+                continue
+            try:
+                written = await self.api.patch(
+                    R.MULTIKUEUE_CLUSTERS,
+                    name,
+                    {"status": {"conditions": conds}},
+                    subresource="status",
+                )
+                self.mk_clusters.cache[name] = written
+            except errors.KubeError as err:
+                log.info("status of MultiKueueCluster %s not written: %s", name, err)

@@ -1,0 +1,228 @@
+"""One worker cluster as the manager sees it: a connection, informers on the objects the
+manager reads there, and the fencing Lease the manager renews there.
+
+Connection health is judged by the Lease renewals, not by the informers (which reconnect on
+their own): the first failed renewal marks the worker *lost*, stops renewals (so the last
+write that may have landed is known), and fixes the moment after which the worker's shim has
+surely fenced itself: ``fence_deadline``. Reconnection is retried with capped, jittered
+backoff; on success the ``on_reconnect`` hook runs (it removes stale copies) before renewals
+resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.api import constants as C
+from manager.federation.settings import (
+    MANAGER_LEASE_PREFIX,
+    SHIM_HEARTBEAT_LEASE,
+    FederationSettings,
+)
+from manager.kube import errors, lease
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from manager.kube.backoff import Backoff
+from manager.kube.informer import Informer
+
+log = logging.getLogger(__name__)
+
+ReconnectHook = Callable[["RemoteCluster"], Awaitable[None]]
+
+
+@dataclass
+class ConnectionState:
+    connected: bool = False
+    reason: str = C.REASON_CLIENT_CONNECTION_FAILED
+    message: str = "Connecting"
+    attempts: int = 0
+    next_attempt: float | None = None
+    lost_since: float | None = None
+    """Monotonic time of the first failure of the current outage (survives retries)."""
+    fence_deadline: float | None = None
+    """Monotonic time after which this worker has surely fenced our workloads."""
+    last_renew_start: float | None = None
+    renewals: int = 0
+
+
+@dataclass
+class RemoteCluster:
+    name: str
+    api: KubeApi
+    settings: FederationSettings
+    on_reconnect: ReconnectHook | None = None
+    on_change: Callable[[], None] | None = None
+    on_connectivity: Callable[[RemoteCluster], None] | None = None
+    state: ConnectionState = field(default_factory=ConnectionState)
+    informers: dict[str, Informer] = field(default_factory=dict)
+    shim_lease: lease.LeaseObserver = field(default_factory=lease.LeaseObserver)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        origin = f"{C.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
+        ns = self.settings.namespace
+        self.informers = {
+            "clusterqueues": Informer(self.api, R.CLUSTER_QUEUES),
+            "localqueues": Informer(self.api, R.LOCAL_QUEUES),
+            "resourceflavors": Informer(self.api, R.RESOURCE_FLAVORS),
+            "workloads": Informer(self.api, R.WORKLOADS, label_selector=origin),
+            "jobs": Informer(self.api, R.JOBS, label_selector=origin),
+            "leases": Informer(self.api, R.LEASES, namespace=ns),
+        }
+        self.informers["leases"].subscribe(lambda _: self._observe_shim())
+        for informer in self.informers.values():
+            informer.subscribe(lambda _: self._changed())
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    @property
+    def lease_name(self) -> str:
+        return MANAGER_LEASE_PREFIX + self.settings.origin
+
+    @property
+    def connected(self) -> bool:
+        return self.state.connected
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers.values())
+
+    def workloads(self) -> Informer:
+        return self.informers["workloads"]
+
+    def jobs(self) -> Informer:
+        return self.informers["jobs"]
+
+    def _observe_shim(self) -> None:
+        obj = self.informers["leases"].get(f"{self.settings.namespace}/{SHIM_HEARTBEAT_LEASE}")
+        self.shim_lease.observe(lease.LeaseRecord.from_lease(obj) if obj else None)
+
+    @property
+    def can_fence(self) -> bool:
+        """True while kfed's worker shim runs there (its heartbeat Lease keeps changing)."""
+        self._observe_shim()
+        record = self.shim_lease.record
+        return record is not None and bool(record.holder) and not self.shim_lease.expired()
+
+    def surely_fenced(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        return self.state.fence_deadline is not None and now >= self.state.fence_deadline
+
+    def lost_for(self, now: float | None = None) -> float:
+        if self.state.lost_since is None:
+            return 0.0
+        return (time.monotonic() if now is None else now) - self.state.lost_since
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect (with backoff), keep the Lease renewed, reconnect after losses."""
+        self._tasks = [
+            asyncio.create_task(i.run(), name=f"{self.name}/{k}") for k, i in self.informers.items()
+        ]
+        backoff = Backoff(self.settings.reconnect_initial, self.settings.reconnect_max)
+        try:
+            while True:
+                try:
+                    await self._connect()
+                    backoff.reset()
+                    await self._renew_until_failure()
+                except errors.KubeError as err:
+                    self._mark_lost(err)
+                delay = backoff.next_delay()
+                self.state.attempts += 1
+                self.state.next_attempt = time.time() + delay
+                self.state.message = (
+                    f"{self.state.message.split('; connection attempts')[0]}; connection attempts: "
+                    f"{self.state.attempts}, next connection attempt: "
+                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(self.state.next_attempt))}"
+                )
+                self._changed()
+                await asyncio.sleep(delay)
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _connect(self) -> None:
+        async with asyncio.timeout(self.settings.request_timeout * 2):
+            await self.api.request("GET", "/version")
+            await self.ensure_namespace(self.settings.namespace)
+        async with asyncio.timeout(30):
+            await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
+        if self.state.lost_since is not None and self.on_reconnect is not None:
+            await self.on_reconnect(self)
+        self.state = ConnectionState(
+            connected=True,
+            reason=C.REASON_ACTIVE,
+            message="Connected",
+            renewals=self.state.renewals,
+        )
+        self._changed()
+        log.info("worker %s connected", self.name)
+
+    def _mark_lost(self, err: Exception) -> None:
+        now = time.monotonic()
+        first = self.state.lost_since is None
+        if first:
+            self.state.lost_since = now
+        # No renewal is sent while lost: the last one that may have landed started at
+        # last_renew_start; the shim has fenced by then + timeout + duration + grace.
+        start = self.state.last_renew_start
+        if start is not None and (self.state.fence_deadline is None or first):
+            self.state.fence_deadline = start + self.settings.fenced_failover_after
+        self.state.connected = False
+        self.state.reason = C.REASON_CLIENT_CONNECTION_FAILED
+        self.state.message = f"Connection to worker lost: {err}"
+        if first:
+            log.warning("worker %s lost: %s", self.name, err)
+            if self.on_connectivity is not None:
+                self.on_connectivity(self)
+        self._changed()
+
+    async def _renew_until_failure(self) -> None:
+        while True:
+            self.state.last_renew_start = time.monotonic()
+            async with asyncio.timeout(self.settings.request_timeout):
+                await self._renew()
+            self.state.renewals += 1
+            await asyncio.sleep(self.settings.lease_renew_period)
+
+    async def _renew(self) -> None:
+        ns, name = self.settings.namespace, self.lease_name
+        record, current = await lease.read(self.api, ns, name)
+        now = lease.micro_time()
+        new = lease.LeaseRecord(
+            holder=self.settings.manager_identity,
+            duration_seconds=int(self.settings.lease_duration),
+            renew_time=now,
+            acquire_time=record.acquire_time if record and record.acquire_time else now,
+            transitions=record.transitions if record else 0,
+        )
+        try:
+            await lease.write(self.api, ns, name, new, current)
+        except (errors.Conflict, errors.AlreadyExists):
+            return  # someone wrote in between; the next period writes again
+
+    async def ensure_namespace(self, namespace: str) -> None:
+        with contextlib.suppress(errors.AlreadyExists):
+            await self.api.create(R.NAMESPACES, {"metadata": {"name": namespace}})
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "connected": self.connected,
+            "reason": self.state.reason,
+            "message": self.state.message,
+            "can_fence": self.can_fence,
+        }

@@ -1,0 +1,142 @@
+"""The manager's federation, wired: the manager cluster's own controllers (global queues),
+the worker registry, the dispatcher and its loops (rescan of waiting workloads, garbage
+collection, AdmissionCheck status)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from manager.api import constants as C
+from manager.controllers import conditions
+from manager.controllers.runtime import ClusterController, run_workers
+from manager.controllers.settings import ControllerSettings
+from manager.federation.dispatch import Dispatcher
+from manager.federation.registry import ClusterRegistry
+from manager.federation.settings import FederationSettings
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+
+log = logging.getLogger(__name__)
+
+
+class FederationController:
+    def __init__(
+        self,
+        api: KubeApi,
+        settings: FederationSettings | None = None,
+        controller_settings: ControllerSettings | None = None,
+    ) -> None:
+        self.settings = settings or FederationSettings()
+        self.manager = ClusterController(api, controller_settings)
+        self.registry = ClusterRegistry(api, self.settings)
+        self.dispatcher = Dispatcher(self.manager, self.registry, self.settings)
+        self.registry.on_reconnect = self.dispatcher.recover
+        self.registry.on_change = self.dispatcher.capacity_changed
+        self.registry.on_remote = self.dispatcher.attach
+        self.registry.on_connectivity = self.dispatcher.connectivity_changed
+        self.ready = asyncio.Event()
+
+    async def run(self) -> None:
+        tasks = [
+            asyncio.create_task(self.manager.run(), name="manager-cluster"),
+            asyncio.create_task(self.registry.run(), name="registry"),
+        ]
+        try:
+            await self.manager.synced.wait()
+            tasks += [
+                asyncio.create_task(
+                    run_workers(
+                        self.dispatcher.queue,
+                        self.dispatcher.reconcile,
+                        self.manager.settings.workers,
+                    ),
+                    name="dispatch",
+                ),
+                asyncio.create_task(self._rescan_loop(), name="rescan"),
+                asyncio.create_task(self._gc_loop(), name="gc"),
+                asyncio.create_task(
+                    self._admission_check_status_loop(), name="admissioncheck-status"
+                ),
+            ]
+            for key in list(self.manager.state.workloads.cache):
+                self.dispatcher.queue.add(key)
+            self.ready.set()
+            await asyncio.gather(*tasks)
+        finally:
+            self.dispatcher.queue.close()
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _rescan_loop(self) -> None:
+        while True:
+            self.dispatcher.rescan()
+            await asyncio.sleep(0.5)
+
+    async def _gc_loop(self) -> None:
+        if self.settings.gc_interval <= 0:
+            return
+        while True:
+            await asyncio.sleep(self.settings.gc_interval)
+            try:
+                removed = await self.dispatcher.collect_garbage()
+                if removed:
+                    log.info("garbage collection removed %d remote workloads", removed)
+            except errors.KubeError as err:
+                log.info("garbage collection: %s", err)
+
+    async def _admission_check_status_loop(self) -> None:
+        """AdmissionCheck Active condition for our controller name, as upstream reports it."""
+        state = self.manager.state
+        while True:
+            for ac in state.admission_checks.items():
+                spec = ac.get("spec") or {}
+                if spec.get("controllerName") != C.MULTIKUEUE_CONTROLLER_NAME:
+                    continue
+                params = spec.get("parameters") or {}
+                if (
+                    params.get("kind") != "MultiKueueConfig"
+                    or self.registry.mk_configs.get(str(params.get("name"))) is None
+                ):
+                    active, reason, message = (
+                        False,
+                        "BadConfig",
+                        f"MultiKueueConfig {params.get('name')!r} not found",
+                    )
+                else:
+                    names = self.registry.clusters_of_config(str(params["name"]))
+                    up = [
+                        n
+                        for n in names
+                        if (r := self.registry.remote(n)) is not None and r.connected
+                    ]
+                    missing = [n for n in names if n not in self.registry.clusters]
+                    down = [n for n in names if n not in up and n not in missing]
+                    if not up:
+                        active, reason = False, "NoUsableClusters"
+                    elif down or missing:
+                        active, reason = True, "SomeActiveClusters"
+                    else:
+                        active, reason = True, "Active"
+                    parts = []
+                    if missing:
+                        parts.append(f"Missing clusters: {missing}")
+                    if down:
+                        parts.append(f"Inactive clusters: {down}")
+                    message = ", ".join(parts) or "The admission check is active"
+                conds = list((ac.get("status") or {}).get("conditions") or [])
+                if conditions.set_condition(conds, C.ACTIVE, active, reason, message):
+                    with contextlib.suppress(errors.KubeError):
+                        written = await state.api.patch(
+                            R.ADMISSION_CHECKS,
+                            ac["metadata"]["name"],
+                            {"status": {"conditions": conds}},
+                            subresource="status",
+                        )
+                        state.admission_checks.cache[ac["metadata"]["name"]] = written
+            await asyncio.sleep(1.0)

@@ -1,0 +1,70 @@
+"""Every knob of the federation, with the reasoning behind its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from manager.api import constants as C
+
+
+class DispatchMode(StrEnum):
+    CAPACITY_AWARE = "kfed.io/capacity-aware"
+    """kfed's default: ONE copy, on the best-fitting worker with free quota in the flavor."""
+    ALL_AT_ONCE = C.MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
+    """Upstream's default: a copy on every worker; the first to admit wins."""
+    INCREMENTAL = C.MULTIKUEUE_DISPATCHER_INCREMENTAL
+    """Upstream's incremental dispatcher: rounds of ``incremental_step`` workers."""
+
+
+@dataclass(frozen=True, slots=True)
+class FederationSettings:
+    namespace: str = "kueue-system"
+    """Where MultiKueueCluster Secrets live, on the manager; where Leases live, on workers."""
+    origin: str = "multikueue"
+    """Value of the origin label on remote objects (upstream's default). Managers that share
+    workers must use distinct origins."""
+    manager_identity: str = "kfed-manager"
+    dispatch_mode: DispatchMode = DispatchMode.CAPACITY_AWARE
+    incremental_step: int = 3
+    incremental_round_timeout: float = 300.0
+    admission_timeout: float = 30.0
+    """A copy the chosen worker has not admitted by then is withdrawn; the next is tried."""
+    gc_interval: float = 60.0
+    """Remote objects of our origin without a manager-side workload are deleted this often."""
+    request_timeout: float = 5.0
+    """Per request to a worker: long enough for a loaded apiserver, short enough to notice
+    a partition quickly."""
+    reconnect_initial: float = 1.0
+    reconnect_max: float = 60.0
+    """Capped, jittered exponential backoff between connection attempts to a worker."""
+    lease_duration: float = 10.0
+    """The manager's Lease on each worker: the worker shim fences (suspends this origin's
+    workloads) when it has not seen a renewal for this long."""
+    lease_renew_period: float = 2.0
+    fence_grace: float = 4.0
+    """Extra time after the worker's lease surely expired, for the shim to suspend the jobs
+    and their pods to stop, before the manager runs them elsewhere."""
+    unfenced_worker_lost_timeout: float = 300.0
+    """Workers without kfed's shim (e.g. upstream Kueue) cannot fence themselves: wait this
+    long after losing one before moving its workloads (upstream waits 15 minutes)."""
+
+    @property
+    def fenced_failover_after(self) -> float:
+        """Seconds after the start of the last renewal that may have reached a worker until
+        its jobs have surely stopped: request timeout + lease duration + grace."""
+        return self.request_timeout + self.lease_duration + self.fence_grace
+
+
+MANAGER_LEASE_PREFIX = "kfed-manager-"
+"""Lease ``kfed-manager-<origin>`` in ``namespace`` on every worker: the fencing lease."""
+SHIM_HEARTBEAT_LEASE = "kfed-worker-shim"
+"""Lease the worker shim renews in ``namespace``: tells the manager the worker can fence."""
+FAILOVER_POLICY_ANNOTATION = "kfed.io/failover"
+"""On a manager ClusterQueue: ``fast`` (default: fence, then move) or ``wait`` (always
+wait ``unfenced_worker_lost_timeout``)."""
+ALLOWED_CLUSTERS_ANNOTATION = "kfed.io/allowed-clusters"
+"""On a Job (copied to its Workload): comma-separated worker names it may run on."""
+PLACEMENT_ANNOTATION = "kfed.io/placement"
+"""On a manager Workload: the last dispatch decision, as JSON, for `kfed explain`."""
+JOB_NAME_ANNOTATION = C.JOB_NAME_ANNOTATION

@@ -1,0 +1,115 @@
+"""The kfed manager process: global queues on the manager cluster, workers registered by
+MultiKueueCluster, capacity-aware dispatch, status sync and fenced failover.
+
+Several replicas may run: they elect a leader on a Lease in ``--namespace``; only the
+leader acts. A replica that loses leadership exits (its supervisor restarts it), as
+controller-runtime managers do. SIGTERM stops it cleanly and hands leadership over at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+
+from manager.controllers.settings import ControllerSettings
+from manager.federation.runtime import FederationController
+from manager.federation.settings import DispatchMode, FederationSettings
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from manager.kube.leader import LeaderElectionConfig, LeaderElector
+from manager.kube.process import configure_logging, run_until_signalled
+
+log = logging.getLogger("manager")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    d = FederationSettings()
+    p = argparse.ArgumentParser(prog="python -m manager", description=__doc__)
+    p.add_argument("--kubeconfig", required=True, help="kubeconfig of the manager cluster")
+    p.add_argument("--context")
+    p.add_argument("--namespace", default=d.namespace, help="Secrets of workers, leader Lease")
+    p.add_argument("--origin", default=d.origin, help="origin label value on remote objects")
+    p.add_argument("--identity", default=f"{socket.gethostname()}-{os.getpid()}")
+    p.add_argument(
+        "--dispatch-mode",
+        default="capacity-aware",
+        choices=["capacity-aware", "all-at-once", "incremental"],
+    )
+    p.add_argument("--admission-timeout", type=float, default=d.admission_timeout)
+    p.add_argument("--gc-interval", type=float, default=d.gc_interval)
+    p.add_argument("--worker-lease-duration", type=float, default=d.lease_duration)
+    p.add_argument("--worker-lease-renew-period", type=float, default=d.lease_renew_period)
+    p.add_argument("--worker-request-timeout", type=float, default=d.request_timeout)
+    p.add_argument("--fence-grace", type=float, default=d.fence_grace)
+    p.add_argument(
+        "--unfenced-worker-lost-timeout", type=float, default=d.unfenced_worker_lost_timeout
+    )
+    p.add_argument("--leader-lease-duration", type=float, default=8.0)
+    p.add_argument("--leader-renew-deadline", type=float, default=6.0)
+    p.add_argument("--leader-retry-period", type=float, default=1.0)
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+MODES = {
+    "capacity-aware": DispatchMode.CAPACITY_AWARE,
+    "all-at-once": DispatchMode.ALL_AT_ONCE,
+    "incremental": DispatchMode.INCREMENTAL,
+}
+
+
+def settings_from(args: argparse.Namespace) -> FederationSettings:
+    return FederationSettings(
+        namespace=args.namespace,
+        origin=args.origin,
+        manager_identity=args.identity,
+        dispatch_mode=MODES[args.dispatch_mode],
+        admission_timeout=args.admission_timeout,
+        gc_interval=args.gc_interval,
+        request_timeout=args.worker_request_timeout,
+        lease_duration=args.worker_lease_duration,
+        lease_renew_period=args.worker_lease_renew_period,
+        fence_grace=args.fence_grace,
+        unfenced_worker_lost_timeout=args.unfenced_worker_lost_timeout,
+    )
+
+
+async def run(args: argparse.Namespace) -> None:
+    async with await KubeApi.from_kubeconfig_file(
+        args.kubeconfig, context=args.context, name="manager"
+    ) as api:
+        with contextlib.suppress(errors.AlreadyExists):
+            await api.create(R.NAMESPACES, {"metadata": {"name": args.namespace}})
+        elector = LeaderElector(
+            api,
+            LeaderElectionConfig(
+                namespace=args.namespace,
+                name="kfed-manager-leader",
+                identity=args.identity,
+                lease_duration=args.leader_lease_duration,
+                renew_deadline=args.leader_renew_deadline,
+                retry_period=args.leader_retry_period,
+            ),
+        )
+
+        async def lead() -> None:
+            log.info("%s leads: starting the federation", args.identity)
+            await FederationController(
+                api, settings_from(args), ControllerSettings(workers=args.workers)
+            ).run()
+
+        await elector.run(lead)
+        log.warning("leadership lost; exiting so a fresh process can take over")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.log_level)
+    asyncio.run(run_until_signalled(run(args)))
+    return 0
