@@ -23,6 +23,7 @@ a pending verdict with a reason. Reported per size:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import random
@@ -236,6 +237,29 @@ def _instrument_nominate(core: AdmissionCore, samples: list[float]) -> None:
         return result
 
     scheduler._nominate = timed  # type: ignore[assignment,method-assign]
+
+
+def decisions_digest(pending_target: int, *, cycles: int, seed: int) -> str:
+    """SHA-256 of every decision of a simulated run: equal across processes and hash seeds."""
+    sim = Simulation(pending_target, random.Random(seed))
+    sim.configure()
+    for _ in range(pending_target):
+        sim.new_workload()
+    digest = hashlib.sha256()
+    for _ in range(cycles):
+        sim.now += CYCLE_SECONDS
+        sim.finish_due()
+        result = sim.core.schedule(sim.now)
+        digest.update(repr(result).encode())
+        for admit in result.admitted:
+            sim.running[admit.workload] = sim.now + sim.runtime_of(admit.workload)
+            sim.core.confirm(admit.workload)
+            sim.new_workload()
+        for preempt in result.preempted:
+            for victim in preempt.victims:
+                sim.running.pop(victim.workload, None)
+                sim.core.evict(victim.workload, now=sim.now, requeue_at=sim.now + BACKOFF_SECONDS)
+    return digest.hexdigest()
 
 
 def run_size(pending_target: int, *, decisions: int, seed: int) -> SizeResult:

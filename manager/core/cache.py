@@ -1,0 +1,409 @@
+"""The quota cache: flavors, ClusterQueues, cohorts and the workloads holding quota.
+
+It is the single source of truth for usage. An admission decided by the scheduler is
+*assumed* here at once, so the very next decision already sees it; the controller
+later confirms it, or the facade forgets it when the API write fails.
+
+Admitted workloads are indexed by ClusterQueue name even while that ClusterQueue
+doesn't exist (e.g. during a restart, when workloads may be listed before queues), so
+their usage counts as soon as the queue appears and nothing can be admitted twice.
+"""
+
+from __future__ import annotations
+
+from manager.core import quota
+from manager.core.decisions import Admission
+from manager.core.model import (
+    ClusterQueue,
+    ClusterQueueName,
+    Cohort,
+    CohortName,
+    FlavorName,
+    FlavorResource,
+    LocalQueueKey,
+    ResourceFlavor,
+    ResourceGroup,
+    ResourceName,
+    StopPolicy,
+    Workload,
+    WorkloadKey,
+)
+from manager.core.quota import Quota, QuotaNode
+
+INACTIVE_STOPPED = "Stopped"
+INACTIVE_FLAVOR_NOT_FOUND = "FlavorNotFound"
+INACTIVE_COHORT_CYCLE = "CohortCycle"
+
+
+class AdmittedWorkload:
+    """A workload holding quota: reserving (QuotaReserved) and maybe admitted (checks Ready)."""
+
+    __slots__ = (
+        "admission",
+        "admitted",
+        "assumed",
+        "evicting",
+        "local_queue",
+        "order_time",
+        "reserved_at",
+        "usage",
+        "used_frs",
+        "workload",
+    )
+
+    def __init__(
+        self,
+        workload: Workload,
+        admission: Admission,
+        *,
+        reserved_at: float,
+        order_time: float,
+        admitted: bool,
+        assumed: bool,
+    ) -> None:
+        self.workload = workload
+        self.admission = admission
+        self.usage = admission.usage()
+        self.used_frs = frozenset(self.usage)
+        self.local_queue = workload.local_queue
+        self.reserved_at = reserved_at
+        self.order_time = order_time
+        self.admitted = admitted
+        self.assumed = assumed
+        self.evicting = False
+        """An eviction (preemption or drain) was decided; the controller hasn't done it yet."""
+
+    @property
+    def key(self) -> WorkloadKey:
+        return self.workload.key
+
+    @property
+    def cluster_queue(self) -> ClusterQueueName:
+        return self.admission.cluster_queue
+
+    @property
+    def priority(self) -> int:
+        return self.workload.priority
+
+
+class CohortState(QuotaNode):
+    __slots__ = ("child_cohorts", "child_cqs", "in_cycle", "spec")
+
+    def __init__(self, name: CohortName) -> None:
+        super().__init__(name)
+        self.spec: Cohort | None = None  # None: implicit, only named by its members
+        self.child_cqs: dict[ClusterQueueName, ClusterQueueState] = {}
+        self.child_cohorts: dict[CohortName, CohortState] = {}
+        self.in_cycle = False
+
+
+class ClusterQueueState(QuotaNode):
+    __slots__ = (
+        "admitted_count",
+        "admitted_usage",
+        "flavor_order",
+        "inactive",
+        "rg_by_resource",
+        "spec",
+        "workloads",
+    )
+
+    def __init__(self, spec: ClusterQueue, workloads: dict[WorkloadKey, AdmittedWorkload]) -> None:
+        super().__init__(spec.name)
+        self.spec = spec
+        self.workloads = workloads
+        """Workloads holding quota here (shared with Cache.by_cluster_queue)."""
+        self.admitted_usage: dict[FlavorResource, int] = {}
+        self.admitted_count = 0
+        self.inactive: tuple[str, str] | None = None
+        """(Active=False condition reason, message), or None when active."""
+        self.rg_by_resource: dict[ResourceName, ResourceGroup] = {}
+        self.flavor_order: tuple[FlavorName, ...] = ()
+        self.apply_spec(spec)
+        for workload in workloads.values():
+            self.account(workload, sign=1)
+
+    @property
+    def cohort(self) -> CohortState | None:
+        parent = self.parent
+        return parent if isinstance(parent, CohortState) else None
+
+    def apply_spec(self, spec: ClusterQueue) -> None:
+        self.spec = spec
+        self.fair_weight = spec.fair_sharing_weight
+        self.quotas = _quotas_of(spec.resource_groups)
+        self.subtree_quota = {fr: q.nominal for fr, q in self.quotas.items()}
+        self.rg_by_resource = {r: rg for rg in spec.resource_groups for r in rg.covered_resources}
+        self.flavor_order = tuple(
+            dict.fromkeys(f.name for rg in spec.resource_groups for f in rg.flavors)
+        )
+
+    def account(self, workload: AdmittedWorkload, *, sign: int) -> None:
+        """Add (sign=1) or remove (sign=-1) a workload's usage, bubbling into the cohort."""
+        for fr, value in workload.usage.items():
+            if sign > 0:
+                quota.add_usage(self, fr, value)
+            else:
+                quota.remove_usage(self, fr, value)
+        if workload.admitted:
+            self.admitted_count += sign
+            _add(self.admitted_usage, workload.usage, sign)
+
+
+class LocalQueueUsage:
+    __slots__ = ("admitted", "reservation", "reserving", "usage")
+
+    def __init__(self) -> None:
+        self.reserving = 0
+        self.admitted = 0
+        self.reservation: dict[FlavorResource, int] = {}
+        self.usage: dict[FlavorResource, int] = {}
+
+
+def _quotas_of(groups: tuple[ResourceGroup, ...]) -> dict[FlavorResource, Quota]:
+    return {
+        (flavor.name, rq.name): Quota(rq.nominal, rq.borrowing_limit, rq.lending_limit)
+        for rg in groups
+        for flavor in rg.flavors
+        for rq in flavor.resources
+    }
+
+
+def _add(into: dict[FlavorResource, int], usage: dict[FlavorResource, int], sign: int) -> None:
+    for fr, value in usage.items():
+        into[fr] = into.get(fr, 0) + sign * value
+
+
+class Cache:
+    def __init__(self) -> None:
+        self.flavors: dict[FlavorName, ResourceFlavor] = {}
+        self.cluster_queues: dict[ClusterQueueName, ClusterQueueState] = {}
+        self.cohorts: dict[CohortName, CohortState] = {}
+        self.workloads: dict[WorkloadKey, AdmittedWorkload] = {}
+        self.by_cluster_queue: dict[ClusterQueueName, dict[WorkloadKey, AdmittedWorkload]] = {}
+        self.local_queues: dict[LocalQueueKey, LocalQueueUsage] = {}
+
+    # -- configuration ---------------------------------------------------------------
+
+    def upsert_flavor(self, flavor: ResourceFlavor) -> None:
+        self.flavors[flavor.name] = flavor
+
+    def delete_flavor(self, name: FlavorName) -> None:
+        self.flavors.pop(name, None)
+
+    def upsert_cluster_queue(self, spec: ClusterQueue) -> None:
+        state = self.cluster_queues.get(spec.name)
+        if state is None:
+            workloads = self.by_cluster_queue.setdefault(spec.name, {})
+            self.cluster_queues[spec.name] = ClusterQueueState(spec, workloads)
+        else:
+            state.apply_spec(spec)
+        self._relink()
+
+    def delete_cluster_queue(self, name: ClusterQueueName) -> None:
+        if self.cluster_queues.pop(name, None) is not None:
+            self._relink()
+
+    def upsert_cohort(self, spec: Cohort) -> None:
+        self._cohort(spec.name).spec = spec
+        self._relink()
+
+    def delete_cohort(self, name: CohortName) -> None:
+        cohort = self.cohorts.get(name)
+        if cohort is not None:
+            cohort.spec = None
+            self._relink()
+
+    def _cohort(self, name: CohortName) -> CohortState:
+        cohort = self.cohorts.get(name)
+        if cohort is None:
+            cohort = self.cohorts[name] = CohortState(name)
+        return cohort
+
+    def _relink(self) -> None:
+        """Rebuild the cohort forest from specs, then every tree's quota and usage.
+
+        Runs on configuration changes only (rare, and O(queues + cohorts)), which keeps
+        the incremental bookkeeping on the hot path trivially consistent.
+        """
+        for cohort in self.cohorts.values():
+            cohort.parent = None
+            cohort.child_cqs = {}
+            cohort.child_cohorts = {}
+            cohort.in_cycle = False
+        for cq in self.cluster_queues.values():
+            if cq.spec.cohort is not None:
+                self._cohort(cq.spec.cohort)
+        for cohort in list(self.cohorts.values()):
+            if cohort.spec is not None and cohort.spec.parent is not None:
+                self._cohort(cohort.spec.parent)
+        self._mark_cycles()
+        for cohort in self.cohorts.values():
+            spec = cohort.spec
+            cohort.quotas = _quotas_of(spec.resource_groups) if spec else {}
+            cohort.fair_weight = spec.fair_sharing_weight if spec else 1.0
+            if spec is not None and spec.parent is not None and not cohort.in_cycle:
+                parent = self.cohorts[spec.parent]
+                cohort.parent = parent
+                parent.child_cohorts[CohortName(cohort.name)] = cohort
+        for cq in self.cluster_queues.values():
+            cq.parent = None
+            if cq.spec.cohort is not None:
+                cohort = self.cohorts[cq.spec.cohort]
+                cq.parent = cohort
+                cohort.child_cqs[cq.spec.name] = cq
+        # Forget implicit cohorts nobody names any more.
+        for name in [
+            n
+            for n, c in self.cohorts.items()
+            if c.spec is None and not c.child_cqs and not c.child_cohorts
+        ]:
+            del self.cohorts[name]
+        for cohort in self.cohorts.values():
+            if cohort.parent is None:
+                _rebuild(cohort)
+
+    def _mark_cycles(self) -> None:
+        for start in self.cohorts:
+            path: list[CohortName] = []
+            current: CohortName | None = start
+            while current is not None and current not in path:
+                path.append(current)
+                spec = self.cohorts[current].spec
+                current = spec.parent if spec is not None else None
+            if current is not None:
+                for name in path[path.index(current) :]:
+                    self.cohorts[name].in_cycle = True
+
+    def refresh_active(self) -> list[ClusterQueueName]:
+        """Recompute every ClusterQueue's Active state; return those that changed, in order."""
+        changed: list[ClusterQueueName] = []
+        for name, cq in self.cluster_queues.items():
+            inactive = self._inactive_reason(cq)
+            if inactive != cq.inactive:
+                cq.inactive = inactive
+                changed.append(name)
+        return changed
+
+    def _inactive_reason(self, cq: ClusterQueueState) -> tuple[str, str] | None:
+        if cq.spec.stop_policy is not StopPolicy.NONE:
+            return INACTIVE_STOPPED, f"stopPolicy is {cq.spec.stop_policy}"
+        missing = [f for f in cq.flavor_order if f not in self.flavors]
+        if missing:
+            return INACTIVE_FLAVOR_NOT_FOUND, f"flavor {', '.join(missing)} not found"
+        cohort = cq.cohort
+        while cohort is not None:
+            if cohort.in_cycle:
+                return INACTIVE_COHORT_CYCLE, f"cohort {cohort.name} is part of a cycle"
+            parent = cohort.parent
+            cohort = parent if isinstance(parent, CohortState) else None
+        if cq.spec.cohort is not None and self.cohorts[cq.spec.cohort].in_cycle:
+            return INACTIVE_COHORT_CYCLE, f"cohort {cq.spec.cohort} is part of a cycle"
+        return None
+
+    def tree_members(self, name: ClusterQueueName) -> list[ClusterQueueName]:
+        """The ClusterQueues sharing quota with ``name`` (its whole cohort tree)."""
+        cq = self.cluster_queues.get(name)
+        if cq is None:
+            return [name]
+        root = cq.root()
+        if not isinstance(root, CohortState):
+            return [name]
+        members: list[ClusterQueueName] = []
+        stack: list[CohortState] = [root]
+        while stack:
+            cohort = stack.pop()
+            members.extend(cohort.child_cqs)
+            stack.extend(cohort.child_cohorts.values())
+        return members
+
+    # -- workloads holding quota -------------------------------------------------------
+
+    def reserve(
+        self,
+        workload: Workload,
+        admission: Admission,
+        *,
+        reserved_at: float,
+        order_time: float,
+        admitted: bool,
+        assumed: bool,
+    ) -> AdmittedWorkload:
+        """Count a workload's admission against its ClusterQueue (and LocalQueue)."""
+        entry = AdmittedWorkload(
+            workload,
+            admission,
+            reserved_at=reserved_at,
+            order_time=order_time,
+            admitted=admitted,
+            assumed=assumed,
+        )
+        self.workloads[workload.key] = entry
+        self.by_cluster_queue.setdefault(admission.cluster_queue, {})[workload.key] = entry
+        cq = self.cluster_queues.get(admission.cluster_queue)
+        if cq is not None:
+            cq.account(entry, sign=1)
+        self._account_local_queue(entry, sign=1)
+        return entry
+
+    def release(self, key: WorkloadKey) -> AdmittedWorkload | None:
+        """Drop a workload's admission and give its quota back."""
+        entry = self.workloads.pop(key, None)
+        if entry is None:
+            return None
+        by_cq = self.by_cluster_queue.get(entry.cluster_queue)
+        if by_cq is not None:
+            by_cq.pop(key, None)
+        cq = self.cluster_queues.get(entry.cluster_queue)
+        if cq is not None:
+            cq.account(entry, sign=-1)
+        self._account_local_queue(entry, sign=-1)
+        return entry
+
+    def set_admitted(self, key: WorkloadKey) -> bool:
+        entry = self.workloads.get(key)
+        if entry is None or entry.admitted:
+            return False
+        cq = self.cluster_queues.get(entry.cluster_queue)
+        if cq is not None:
+            cq.admitted_count += 1
+            _add(cq.admitted_usage, entry.usage, 1)
+        lq = self.local_queues.setdefault(entry.local_queue, LocalQueueUsage())
+        lq.admitted += 1
+        _add(lq.usage, entry.usage, 1)
+        entry.admitted = True
+        return True
+
+    def _account_local_queue(self, entry: AdmittedWorkload, *, sign: int) -> None:
+        lq = self.local_queues.setdefault(entry.local_queue, LocalQueueUsage())
+        lq.reserving += sign
+        _add(lq.reservation, entry.usage, sign)
+        if entry.admitted:
+            lq.admitted += sign
+            _add(lq.usage, entry.usage, sign)
+
+    # -- what-if, for preemption -------------------------------------------------------
+
+    def simulate_removal(self, entry: AdmittedWorkload) -> None:
+        """Take a workload's usage out of the quota tree only (undo with simulate_restore)."""
+        cq = self.cluster_queues.get(entry.cluster_queue)
+        if cq is not None:
+            for fr, value in entry.usage.items():
+                quota.remove_usage(cq, fr, value)
+
+    def simulate_restore(self, entry: AdmittedWorkload) -> None:
+        cq = self.cluster_queues.get(entry.cluster_queue)
+        if cq is not None:
+            for fr, value in entry.usage.items():
+                quota.add_usage(cq, fr, value)
+
+
+def _rebuild(cohort: CohortState) -> None:
+    cohort.subtree_quota = {fr: q.nominal for fr, q in cohort.quotas.items()}
+    cohort.usage = {}
+    for child in cohort.child_cohorts.values():
+        _rebuild(child)
+        quota.accumulate_from_child(cohort, child)
+    for cq in cohort.child_cqs.values():
+        cq.subtree_quota = {fr: q.nominal for fr, q in cq.quotas.items()}
+        quota.accumulate_from_child(cohort, cq)

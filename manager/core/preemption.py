@@ -1,0 +1,425 @@
+"""Choose the fewest admitted workloads to evict so a pending one fits (Kueue semantics).
+
+Candidates must use a flavor-resource the preemptor needs and be allowed by the
+preemptor's ClusterQueue policy:
+
+- same ClusterQueue: ``withinClusterQueue`` LowerPriority, or LowerOrNewerEqualPriority
+  (equal priority but queued later than the preemptor);
+- other ClusterQueues of the cohort tree, only while they borrow:
+  ``reclaimWithinCohort`` LowerPriority or Any. Whether the preemptor may itself
+  borrow while reclaiming depends on ``borrowWithinCohort`` (and its priority
+  threshold), unless the preemptor fits within its own part of the tree (it then has
+  the stronger claim and may always reclaim).
+
+Candidates are tried in order: already being evicted first, other queues before the
+preemptor's own, lower priority first, most recently admitted first. They are removed
+one by one from a what-if copy of the usage (the live quota tree, restored after)
+until the preemptor fits; then each is put back, last first, if the preemptor still
+fits without it. The result is a minimal set for that order, never violating policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from operator import itemgetter
+
+from manager.core import fairsharing, quota
+from manager.core.cache import AdmittedWorkload, Cache, ClusterQueueState, CohortState
+from manager.core.decisions import PreemptionReason
+from manager.core.flavorassigner import Granular, Mode
+from manager.core.model import (
+    BorrowWithinCohortPolicy,
+    FairSharingConfig,
+    FlavorResource,
+    PreemptionPolicy,
+    Workload,
+)
+from manager.core.quota import QuotaNode
+
+
+class Variant(IntEnum):
+    WITHIN_CLUSTER_QUEUE = 0
+    HIERARCHICAL_RECLAIM = 1  # the preemptor fits in its own subtree: priority aside, it wins
+    RECLAIM_WITHOUT_BORROWING = 2  # only if the preemptor won't borrow afterwards
+    RECLAIM_WHILE_BORROWING = 3  # borrowWithinCohort allows it even while borrowing
+
+    @property
+    def reason(self) -> PreemptionReason:
+        if self is Variant.WITHIN_CLUSTER_QUEUE:
+            return PreemptionReason.IN_CLUSTER_QUEUE
+        if self is Variant.RECLAIM_WHILE_BORROWING:
+            return PreemptionReason.IN_COHORT_RECLAIM_WHILE_BORROWING
+        return PreemptionReason.IN_COHORT_RECLAMATION
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    workload: AdmittedWorkload
+    reason: PreemptionReason
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    workload: AdmittedWorkload
+    cq: ClusterQueueState
+    lca: QuotaNode | None
+    """Where the candidate's queue meets the preemptor's path (None: same queue)."""
+    path: tuple[QuotaNode, ...]
+    """Cohorts between the candidate's queue and ``lca``: they too must be borrowing."""
+
+
+class Preemptor:
+    """Finds victims for one pending workload in its ClusterQueue.
+
+    Built once per head per cycle: the policy-allowed candidates are collected and
+    sorted lazily, once, and reused by every what-if the flavor assigner asks for.
+    """
+
+    def __init__(
+        self,
+        cache: Cache,
+        cq: ClusterQueueState,
+        workload: Workload,
+        *,
+        order_time: float,
+        fair_sharing: FairSharingConfig | None,
+    ) -> None:
+        self.cache = cache
+        self.cq = cq
+        self.workload = workload
+        self.priority = workload.priority
+        self.order_time = order_time
+        self.fair_sharing = fair_sharing
+        self._candidates: list[_Candidate] | None = None
+        self._ancestors: list[QuotaNode] = []
+        node = cq.parent
+        while node is not None:
+            self._ancestors.append(node)
+            node = node.parent
+
+    @property
+    def preemption_is_possible(self) -> bool:
+        policy = self.cq.spec.preemption
+        return policy.within_cluster_queue is not PreemptionPolicy.NEVER or (
+            self.cq.parent is not None
+            and policy.reclaim_within_cohort is not PreemptionPolicy.NEVER
+        )
+
+    # -- the oracle the flavor assigner asks --------------------------------------------
+
+    def simulate(self, requests: dict[FlavorResource, int]) -> Granular:
+        """Kueue's preemption oracle, asked once per flavor for the resources that need it.
+
+        Upstream asks once per resource; asking for the flavor's resources together is
+        both cheaper and closer to what the final preemption will need.
+        """
+        targets = self.targets(requests, set(requests))
+        if not targets:
+            return Granular(Mode.NO_CANDIDATES, self._borrowing_level(requests))
+        for target in targets:
+            self.cache.simulate_removal(target.workload)
+        borrow = self._borrowing_level(requests)
+        for target in targets:
+            self.cache.simulate_restore(target.workload)
+        same_queue = any(t.workload.cluster_queue == self.cq.spec.name for t in targets)
+        return Granular(Mode.PREEMPT if same_queue else Mode.RECLAIM, borrow)
+
+    def _borrowing_level(self, requests: dict[FlavorResource, int]) -> int:
+        return max(quota.borrowing_level(self.cq, fr, value)[0] for fr, value in requests.items())
+
+    # -- victims -------------------------------------------------------------------------
+
+    def targets(
+        self, requests: dict[FlavorResource, int], frs: set[FlavorResource]
+    ) -> list[Target]:
+        """A minimal set of victims so ``requests`` fit, or [] when policy allows none."""
+        if not frs or not self.preemption_is_possible:
+            return []
+        advantage = self._advantage_by_level(requests)
+        borrowing: dict[int, bool] = {}  # per queue or cohort, before any what-if
+        ranked: list[tuple[int, int, _Candidate, Variant]] = []
+        for cand in self._sorted_candidates():
+            if cand.workload.used_frs.isdisjoint(frs):
+                continue
+            if cand.lca is None:
+                variant, group = Variant.WITHIN_CLUSTER_QUEUE, 2
+            elif not self._borrowing_along(cand, frs, borrowing):
+                continue
+            elif advantage[id(cand.lca)]:
+                variant, group = Variant.HIERARCHICAL_RECLAIM, 0
+            else:
+                variant, group = self._reclaim_variant(cand.workload), 1
+            ranked.append((0 if cand.workload.evicting else 1, group, cand, variant))
+        if not ranked:
+            return []
+        # Stable: keeps the candidate order within (evicting first) x (group) buckets.
+        ranked.sort(key=itemgetter(0, 1))
+        no_other = all(r[1] == 2 for r in ranked)
+        if self.fair_sharing is not None and not no_other:
+            return self._fair(requests, frs, ranked)
+        no_hierarchical = all(r[1] != 0 for r in ranked)
+        borrow_forbidden = (
+            self.cq.spec.preemption.borrow_within_cohort.policy is BorrowWithinCohortPolicy.NEVER
+        )
+        attempts: tuple[bool, ...]
+        if no_other or (borrow_forbidden and not self._under_nominal(frs)):
+            attempts = (True,)
+        elif borrow_forbidden and no_hierarchical:
+            attempts = (False, True)
+        else:
+            attempts = (True, False)
+        for allow_borrowing in attempts:
+            targets = self._minimal(requests, frs, ranked, allow_borrowing)
+            if targets:
+                return targets
+        return []
+
+    def _minimal(
+        self,
+        requests: dict[FlavorResource, int],
+        frs: set[FlavorResource],
+        ranked: list[tuple[int, int, _Candidate, Variant]],
+        allow_borrowing: bool,
+    ) -> list[Target]:
+        if not self._could_fit(requests, ranked, allow_borrowing):
+            return []
+        removed: list[Target] = []
+        fits = False
+        for _, _, cand, variant in ranked:
+            if not self._valid(cand, variant, frs, allow_borrowing):
+                continue
+            self.cache.simulate_removal(cand.workload)
+            removed.append(Target(cand.workload, variant.reason))
+            if self._fits(requests, allow_borrowing):
+                fits = True
+                break
+        if not fits:
+            for target in removed:
+                self.cache.simulate_restore(target.workload)
+            return []
+        return self._fill_back(requests, removed, allow_borrowing)
+
+    def _fill_back(
+        self, requests: dict[FlavorResource, int], removed: list[Target], allow_borrowing: bool
+    ) -> list[Target]:
+        """Put back every victim the preemptor can do without, last chosen first."""
+        kept = [removed[-1]]
+        for target in reversed(removed[:-1]):
+            self.cache.simulate_restore(target.workload)
+            if not self._fits(requests, allow_borrowing):
+                self.cache.simulate_removal(target.workload)
+                kept.append(target)
+        for target in kept:
+            self.cache.simulate_restore(target.workload)
+        kept.reverse()
+        return kept
+
+    def _fair(
+        self,
+        requests: dict[FlavorResource, int],
+        frs: set[FlavorResource],
+        ranked: list[tuple[int, int, _Candidate, Variant]],
+    ) -> list[Target]:
+        assert self.fair_sharing is not None
+        threshold = self._borrow_threshold()
+        sim = _Simulation(self, requests, frs)
+        chosen = fairsharing.fair_preemptions(
+            preemptor_cq=self.cq,
+            requests=requests,
+            candidates=[r[2].workload for r in ranked],
+            cluster_queues=self.cache.cluster_queues,
+            strategies=self.fair_sharing.preemption_strategies,
+            below_threshold=lambda w: threshold is not None and w.priority < threshold,
+            sim=sim,
+        )
+        if not chosen:
+            return []
+        return self._fill_back(requests, [Target(w, reason) for w, reason in chosen], True)
+
+    # -- rules ---------------------------------------------------------------------------
+
+    def _sorted_candidates(self) -> list[_Candidate]:
+        if self._candidates is None:
+            self._candidates = self._collect()
+            self._candidates.sort(
+                key=lambda c: (
+                    0 if c.workload.evicting else 1,
+                    1 if c.lca is None else 0,
+                    c.workload.priority,
+                    -c.workload.reserved_at,
+                    c.workload.key,
+                )
+            )
+        return self._candidates
+
+    def _collect(self) -> list[_Candidate]:
+        policy = self.cq.spec.preemption
+        found: list[_Candidate] = []
+        if policy.within_cluster_queue is not PreemptionPolicy.NEVER:
+            for workload in self.cq.workloads.values():
+                if self._allowed(policy.within_cluster_queue, workload):
+                    found.append(_Candidate(workload, self.cq, None, ()))
+        if policy.reclaim_within_cohort is PreemptionPolicy.NEVER:
+            return found
+        previous: QuotaNode = self.cq
+        for ancestor in self._ancestors:
+            if isinstance(ancestor, CohortState):
+                for cq, path in _queues_below(ancestor, skip=previous):
+                    for workload in cq.workloads.values():
+                        if self._allowed(policy.reclaim_within_cohort, workload):
+                            found.append(_Candidate(workload, cq, ancestor, path))
+            previous = ancestor
+        return found
+
+    def _allowed(self, policy: PreemptionPolicy, candidate: AdmittedWorkload) -> bool:
+        if policy is PreemptionPolicy.ANY:
+            return True
+        if candidate.priority < self.priority:
+            return policy is not PreemptionPolicy.NEVER
+        return (
+            policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+            and candidate.priority == self.priority
+            and self.order_time < candidate.order_time
+        )
+
+    def _reclaim_variant(self, candidate: AdmittedWorkload) -> Variant:
+        threshold = self._borrow_threshold()
+        if threshold is None or candidate.priority >= threshold:
+            return Variant.RECLAIM_WITHOUT_BORROWING
+        return Variant.RECLAIM_WHILE_BORROWING
+
+    def _borrow_threshold(self) -> int | None:
+        """Candidates in other queues strictly below this may be preempted while borrowing."""
+        bwc = self.cq.spec.preemption.borrow_within_cohort
+        if bwc.policy is BorrowWithinCohortPolicy.NEVER:
+            return None
+        if bwc.max_priority_threshold is not None:
+            return min(self.priority, bwc.max_priority_threshold + 1)
+        return self.priority
+
+    def _advantage_by_level(self, requests: dict[FlavorResource, int]) -> dict[int, bool]:
+        """Per ancestor: does the preemptor fit in the subtree just below it?"""
+        advantage: dict[int, bool] = {}
+        has, remaining = quota.fits_in_quota(self.cq, requests)
+        for ancestor in self._ancestors:
+            advantage[id(ancestor)] = has
+            fits, remaining = quota.fits_in_quota(ancestor, remaining)
+            has = has or fits
+        return advantage
+
+    def _borrowing_along(
+        self,
+        cand: _Candidate,
+        frs: set[FlavorResource],
+        memo: dict[int, bool] | None = None,
+    ) -> bool:
+        """Are the candidate's queue and the cohorts up to ``lca`` borrowing in ``frs``?"""
+        for node in (cand.cq, *cand.path):
+            known = memo.get(id(node)) if memo is not None else None
+            if known is None:
+                known = not quota.is_within_nominal(node, frs)
+                if memo is not None:
+                    memo[id(node)] = known
+            if not known:
+                return False
+        return True
+
+    def _could_fit(
+        self,
+        requests: dict[FlavorResource, int],
+        ranked: list[tuple[int, int, _Candidate, Variant]],
+        allow_borrowing: bool,
+    ) -> bool:
+        """An upper bound: would evicting every eligible candidate be enough?
+
+        Freeing X anywhere raises what the preemptor can use by at most X, and never
+        beyond its potential; only its own workloads lower its own usage. This keeps the
+        hopeless cases at O(candidates) instead of simulating every removal.
+        """
+        freed: dict[FlavorResource, int] = {}
+        freed_here: dict[FlavorResource, int] = {}
+        for _, _, cand, variant in ranked:
+            if allow_borrowing and variant is Variant.RECLAIM_WITHOUT_BORROWING:
+                continue
+            for fr, value in cand.workload.usage.items():
+                if fr in requests:
+                    freed[fr] = freed.get(fr, 0) + value
+                    if cand.lca is None:
+                        freed_here[fr] = freed_here.get(fr, 0) + value
+        cq = self.cq
+        for fr, value in requests.items():
+            ceiling = min(
+                quota.potential_available(cq, fr), quota.available(cq, fr) + freed.get(fr, 0)
+            )
+            if value > ceiling:
+                return False
+            if not allow_borrowing and quota.is_borrowing_with(
+                cq, fr, value - freed_here.get(fr, 0)
+            ):
+                return False
+        return True
+
+    def _valid(
+        self, cand: _Candidate, variant: Variant, frs: set[FlavorResource], allow_borrowing: bool
+    ) -> bool:
+        if cand.lca is None:
+            return True
+        if allow_borrowing and variant is Variant.RECLAIM_WITHOUT_BORROWING:
+            return False
+        return self._borrowing_along(cand, frs)
+
+    def _under_nominal(self, frs: set[FlavorResource]) -> bool:
+        cq = self.cq
+        return all(
+            cq.usage.get(fr, 0) < (cq.quotas[fr].nominal if fr in cq.quotas else 0) for fr in frs
+        )
+
+    def _fits(self, requests: dict[FlavorResource, int], allow_borrowing: bool) -> bool:
+        cq = self.cq
+        for fr, value in requests.items():
+            if not allow_borrowing and quota.is_borrowing_with(cq, fr, value):
+                return False
+            if value > quota.available(cq, fr):
+                return False
+        return True
+
+
+class _Simulation:
+    """Adapts a Preemptor to what fair sharing needs (fairsharing.Simulator)."""
+
+    def __init__(
+        self, preemptor: Preemptor, requests: dict[FlavorResource, int], frs: set[FlavorResource]
+    ) -> None:
+        self.preemptor = preemptor
+        self.requests = requests
+        self.frs = frs
+
+    def remove(self, workload: AdmittedWorkload) -> None:
+        self.preemptor.cache.simulate_removal(workload)
+
+    def restore(self, workload: AdmittedWorkload) -> None:
+        self.preemptor.cache.simulate_restore(workload)
+
+    def fits(self, allow_borrowing: bool) -> bool:
+        return self.preemptor._fits(self.requests, allow_borrowing)
+
+    def is_borrowing(self, cq: ClusterQueueState) -> bool:
+        return not quota.is_within_nominal(cq, self.frs)
+
+
+def _queues_below(
+    cohort: CohortState, *, skip: QuotaNode
+) -> list[tuple[ClusterQueueState, tuple[QuotaNode, ...]]]:
+    """Every ClusterQueue under ``cohort`` outside ``skip``, with the cohorts in between."""
+    found: list[tuple[ClusterQueueState, tuple[QuotaNode, ...]]] = []
+    stack: list[tuple[CohortState, tuple[QuotaNode, ...]]] = [(cohort, ())]
+    while stack:
+        node, path = stack.pop()
+        for cq in node.child_cqs.values():
+            if cq is not skip:
+                found.append((cq, path))
+        for child in node.child_cohorts.values():
+            if child is not skip:
+                stack.append((child, (*path, child)))
+    return found

@@ -1,0 +1,181 @@
+"""Why a workload is still pending, in words a person can act on.
+
+Every pending workload carries a ``PendingReason``: a machine-readable kind (so
+controllers and tests need not parse text) and a message for the Workload's
+QuotaReserved=False condition, e.g. ``insufficient unused quota for nvidia.com/gpu in
+flavor rtx-a1000: 1 requested, 0 available``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from manager.core.model import ClusterQueueName, FlavorName, LocalQueueKey, Namespace, ResourceName
+
+
+class PendingKind(StrEnum):
+    """What keeps a workload pending. Values are stable identifiers, not prose."""
+
+    QUEUED = "Queued"
+    """Not evaluated yet: waiting for its turn at the head of its ClusterQueue."""
+    LOCAL_QUEUE_MISSING = "LocalQueueMissing"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    CLUSTER_QUEUE_MISSING = "ClusterQueueMissing"
+    CLUSTER_QUEUE_INACTIVE = "ClusterQueueInactive"
+    CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+    NAMESPACE_NOT_SELECTED = "NamespaceNotSelected"
+    NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+    """No flavor is compatible (selectors, affinity, taints, uncovered resource)."""
+    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+    """More than the ClusterQueue could ever get, even with the whole cohort free."""
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    WAITING_FOR_PREEMPTION = "WaitingForPreemption"
+    """Victims were chosen; waiting for them to release their quota."""
+    BLOCKED_BY_HEAD = "BlockedByHead"
+    """StrictFIFO: an older or higher-priority workload ahead of it doesn't fit yet."""
+    BACKOFF = "Backoff"
+    """Evicted; waiting until its requeue time."""
+    RETRY = "Retry"
+    """Lost a race within one scheduling cycle; tried again in the next."""
+
+
+_INADMISSIBLE = frozenset(
+    {
+        PendingKind.LOCAL_QUEUE_MISSING,
+        PendingKind.LOCAL_QUEUE_STOPPED,
+        PendingKind.CLUSTER_QUEUE_MISSING,
+        PendingKind.CLUSTER_QUEUE_INACTIVE,
+        PendingKind.CLUSTER_QUEUE_STOPPED,
+        PendingKind.NAMESPACE_NOT_SELECTED,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingReason:
+    kind: PendingKind
+    message: str
+
+    @property
+    def condition_reason(self) -> str:
+        """The QuotaReserved=False condition reason Kueue would write."""
+        return "Inadmissible" if self.kind in _INADMISSIBLE else "Pending"
+
+
+_BINARY_SUFFIXES = (
+    ("Ei", 2**60),
+    ("Pi", 2**50),
+    ("Ti", 2**40),
+    ("Gi", 2**30),
+    ("Mi", 2**20),
+    ("Ki", 2**10),
+)
+_BYTE_RESOURCES = ("memory", "ephemeral-storage", "storage")
+
+
+def format_quantity(resource: ResourceName, value: int) -> str:
+    """Render a core int the way a person wrote it: cpu from milli-units, bytes as Gi/Mi."""
+    if resource == "cpu":
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if resource in _BYTE_RESOURCES or resource.startswith("hugepages-"):
+        for suffix, size in _BINARY_SUFFIXES:
+            if value != 0 and value % size == 0:
+                return f"{value // size}{suffix}"
+    return str(value)
+
+
+def queued() -> PendingReason:
+    return PendingReason(PendingKind.QUEUED, "waiting for the scheduler to evaluate the workload")
+
+
+def local_queue_missing(lq: LocalQueueKey) -> PendingReason:
+    return PendingReason(PendingKind.LOCAL_QUEUE_MISSING, f"LocalQueue {lq} doesn't exist")
+
+
+def local_queue_stopped(lq: LocalQueueKey) -> PendingReason:
+    return PendingReason(PendingKind.LOCAL_QUEUE_STOPPED, f"LocalQueue {lq} is stopped")
+
+
+def cluster_queue_missing(cq: ClusterQueueName) -> PendingReason:
+    return PendingReason(PendingKind.CLUSTER_QUEUE_MISSING, f"ClusterQueue {cq} doesn't exist")
+
+
+def cluster_queue_inactive(cq: ClusterQueueName, why: str) -> PendingReason:
+    return PendingReason(
+        PendingKind.CLUSTER_QUEUE_INACTIVE, f"ClusterQueue {cq} is inactive: {why}"
+    )
+
+
+def cluster_queue_stopped(cq: ClusterQueueName) -> PendingReason:
+    return PendingReason(PendingKind.CLUSTER_QUEUE_STOPPED, f"ClusterQueue {cq} is stopped")
+
+
+def namespace_not_selected(namespace: Namespace, cq: ClusterQueueName) -> PendingReason:
+    return PendingReason(
+        PendingKind.NAMESPACE_NOT_SELECTED,
+        f"namespace {namespace} is not selected by ClusterQueue {cq}'s namespaceSelector",
+    )
+
+
+def blocked_by_head(cq: ClusterQueueName, head: str) -> PendingReason:
+    return PendingReason(
+        PendingKind.BLOCKED_BY_HEAD,
+        f"ClusterQueue {cq} is StrictFIFO and its head {head} can't be admitted yet",
+    )
+
+
+def backoff(until: float) -> PendingReason:
+    return PendingReason(
+        PendingKind.BACKOFF, f"requeued after eviction; eligible again at {until:g}"
+    )
+
+
+def waiting_for_preemption(count: int) -> PendingReason:
+    return PendingReason(
+        PendingKind.WAITING_FOR_PREEMPTION,
+        f"waiting for {count} preempted workload(s) to release their quota",
+    )
+
+
+def retry(why: str) -> PendingReason:
+    return PendingReason(PendingKind.RETRY, why)
+
+
+# Fragments produced while assigning flavors; flavorassigner joins them into one reason.
+
+
+def insufficient_unused_quota(
+    resource: ResourceName, flavor: FlavorName, requested: int, available: int
+) -> str:
+    return (
+        f"insufficient unused quota for {resource} in flavor {flavor}: "
+        f"{format_quantity(resource, requested)} requested, "
+        f"{format_quantity(resource, max(0, available))} available"
+    )
+
+
+def exceeds_max_quota(
+    resource: ResourceName, flavor: FlavorName, requested: int, maximum: int, cq: ClusterQueueName
+) -> str:
+    return (
+        f"insufficient quota for {resource} in flavor {flavor}: "
+        f"{format_quantity(resource, requested)} requested, but ClusterQueue {cq} can get "
+        f"at most {format_quantity(resource, max(0, maximum))} even when its cohort is idle"
+    )
+
+
+def resource_not_covered(resource: ResourceName, cq: ClusterQueueName) -> str:
+    return f"resource {resource} unavailable in ClusterQueue {cq}"
+
+
+def flavor_not_found(flavor: FlavorName) -> str:
+    return f"flavor {flavor} not found"
+
+
+def flavor_mismatch(flavor: FlavorName, why: str) -> str:
+    return f"flavor {flavor} {why}"
+
+
+def untolerated_taint(flavor: FlavorName, taint: str) -> str:
+    return f"untolerated taint {taint} in flavor {flavor}"

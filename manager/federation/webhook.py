@@ -1,0 +1,291 @@
+"""The manager's mutating admission webhook for ``batch/v1`` Jobs.
+
+A Job submitted to the manager in a queue whose ClusterQueue uses the MultiKueue admission
+check must never run there: kfed runs it on a worker. So, like upstream Kueue's
+``ApplyDefaultForManagedBy``, the webhook sets ``spec.managedBy: kueue.x-k8s.io/multikueue``
+at creation (the field is immutable afterwards), and the built-in Job controller of the
+manager cluster leaves such Jobs alone. Like Kueue's Job webhook, it also suspends every Job
+that names a queue, so that nothing starts before admission.
+
+Three layers, each testable on its own:
+
+- ``review_job``: the decision, pure: an AdmissionReview request in, a ``Verdict`` out;
+- ``ClusterStateQueues``: "does this LocalQueue lead to a MultiKueue check?" over the
+  ClusterState informers;
+- ``webhook_app`` / ``WebhookServer``: AdmissionReview over HTTPS with aiohttp.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from manager.api.constants import (
+    MULTIKUEUE_CONTROLLER_NAME,
+    MULTIKUEUE_MANAGED_BY,
+    QUEUE_NAME_LABEL,
+)
+from manager.controllers.state import ClusterState
+from manager.federation.certs import server_ssl_context
+from manager.kube.informer import Informer
+
+log = logging.getLogger(__name__)
+
+MUTATE_JOB_PATH = "/mutate-batch-v1-job"
+HEALTHZ_PATH = "/healthz"
+READYZ_PATH = "/readyz"
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+JOB_KIND = {"group": "batch", "version": "v1", "kind": "Job"}
+
+JOB_CONTROLLER_MANAGED_BY = "kubernetes.io/job-controller"
+"""The built-in Job controller's name: what an unset ``spec.managedBy`` means. Upstream
+Kueue replaces it too, since a Job naming it asks for nothing but the default."""
+
+NOT_READY_MESSAGE = (
+    "kfed manager not ready, retry: its view of LocalQueues, ClusterQueues and "
+    "AdmissionChecks is still loading"
+)
+NOT_READY_RETRY = 1
+"""Seconds a refused client waits before trying again: informers list in well under that."""
+MAX_REVIEW_BYTES = 8 * 1024 * 1024
+"""A Job is at most etcd's 1.5 MiB; leave room for the AdmissionReview around it."""
+
+UsesMultiKueue = Callable[[str, str], bool]
+"""``(namespace, queue_name) -> bool``: the LocalQueue's ClusterQueue has a MultiKueue check."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the webhook answers for one request."""
+
+    allowed: bool
+    patch: list[dict[str, Any]] = field(default_factory=list)
+    """JSONPatch operations (RFC 6902) applied to the Job; empty: leave it as it is."""
+    warnings: list[str] = field(default_factory=list)
+    """Shown to the user (kubectl prints them); never a reason to block."""
+    message: str = ""
+    """Why the request was denied (only when ``allowed`` is False)."""
+    code: int = 403
+    """The HTTP status a refusal reaches the client with (503: come back later)."""
+    retry_after_seconds: int = 0
+    """With a refusal: the apiserver turns it into a Retry-After header, on which client-go
+    (kubectl, controllers) and kfed's own client retry by themselves."""
+
+
+def review_job(
+    request: Mapping[str, Any], uses_multikueue: UsesMultiKueue, *, ready: bool = True
+) -> Verdict:
+    """Decide one AdmissionReview ``request`` for a Job.
+
+    A Job without the queue-name label is none of kfed's business and passes untouched, even
+    before the manager is ready. A queued Job is suspended, and gets the MultiKueue
+    ``managedBy`` when its queue leads to a MultiKueue check; while the queue view is not
+    loaded, the answer for a queued Job is "retry", never a guess. A request that does not
+    look like a Job creation is allowed unchanged with a warning: the webhook must never
+    block what it does not understand.
+    """
+    kind = request.get("kind")
+    if kind != JOB_KIND:
+        return _malformed(f"expected a batch/v1 Job, got kind {kind!r}")
+    operation = request.get("operation")
+    if operation != "CREATE":
+        return _malformed(f"only CREATE is mutated, got operation {operation!r}")
+    job = request.get("object")
+    if not isinstance(job, Mapping):
+        return _malformed("the request carries no Job object")
+    metadata = job.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    labels = metadata.get("labels")
+    queue = labels.get(QUEUE_NAME_LABEL) if isinstance(labels, Mapping) else None
+    if not queue:
+        return Verdict(allowed=True)
+    if not isinstance(queue, str):
+        return _malformed(f"label {QUEUE_NAME_LABEL} is not a string: {queue!r}")
+    spec = job.get("spec")
+    if not isinstance(spec, Mapping):
+        return _malformed("the Job has no spec")
+    namespace = request.get("namespace") or metadata.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        return _malformed("the request names no namespace")
+    if not ready:
+        return Verdict(
+            allowed=False, message=NOT_READY_MESSAGE, code=503, retry_after_seconds=NOT_READY_RETRY
+        )
+
+    patch: list[dict[str, Any]] = []
+    if spec.get("suspend") is not True:
+        patch.append({"op": "add", "path": "/spec/suspend", "value": True})
+    managed_by = spec.get("managedBy")
+    if managed_by in (None, "", JOB_CONTROLLER_MANAGED_BY) and uses_multikueue(namespace, queue):
+        patch.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGED_BY})
+    return Verdict(allowed=True, patch=patch)
+
+
+def _malformed(problem: str) -> Verdict:
+    log.warning("admission request allowed unchanged: %s", problem)
+    return Verdict(allowed=True, warnings=[f"kfed webhook left this object unchanged: {problem}"])
+
+
+def review_response(body: Any, verdict: Verdict) -> dict[str, Any]:
+    """The AdmissionReview (admission.k8s.io/v1) that answers the review ``body`` with
+    ``verdict``. It echoes the request's ``uid``, or the apiserver would discard it."""
+    request = body.get("request") if isinstance(body, Mapping) else None
+    uid = request.get("uid", "") if isinstance(request, Mapping) else ""
+    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
+    if verdict.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(verdict.patch).encode()).decode()
+    if verdict.warnings:
+        response["warnings"] = list(verdict.warnings)
+    if not verdict.allowed:
+        response["status"] = {
+            "code": verdict.code,
+            "reason": "ServiceUnavailable" if verdict.code == 503 else "Forbidden",
+            "message": verdict.message,
+        }
+        if verdict.retry_after_seconds:
+            response["status"]["details"] = {"retryAfterSeconds": verdict.retry_after_seconds}
+    return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def answer_review(body: Any, lookup: QueueLookup) -> dict[str, Any]:
+    """Answer one decoded AdmissionReview body: the whole round trip, minus HTTP."""
+    request = body.get("request") if isinstance(body, Mapping) else None
+    if not isinstance(request, Mapping):
+        verdict = _malformed("the body is not an AdmissionReview with a request")
+    else:
+        verdict = review_job(request, lookup.uses_multikueue, ready=lookup.ready())
+    return review_response(body, verdict)
+
+
+# -- the queue view ------------------------------------------------------------------------
+
+
+class QueueLookup(Protocol):
+    """What the webhook needs to know about queues."""
+
+    def ready(self) -> bool:
+        """True once the view is complete enough to decide (informers listed once)."""
+        ...
+
+    def uses_multikueue(self, namespace: str, queue_name: str) -> bool: ...
+
+
+class ClusterStateQueues:
+    """``QueueLookup`` over a ClusterState: LocalQueue -> ClusterQueue ->
+    ``admissionChecksStrategy.admissionChecks[].name`` -> AdmissionCheck whose
+    ``spec.controllerName`` is ``kueue.x-k8s.io/multikueue``.
+
+    A queue that does not exist (yet) is not a MultiKueue queue, as upstream decides: the Job
+    is still suspended, and waits for its queue like any other.
+    """
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+
+    @property
+    def informers(self) -> list[Informer]:
+        """The informers this lookup reads; someone must run them."""
+        return [self.state.local_queues, self.state.cluster_queues, self.state.admission_checks]
+
+    def ready(self) -> bool:
+        return all(informer.synced.is_set() for informer in self.informers)
+
+    def uses_multikueue(self, namespace: str, queue_name: str) -> bool:
+        cluster_queue = self.state.cluster_queue_of(namespace, queue_name)
+        if cluster_queue is None:
+            return False
+        name = str((cluster_queue.get("metadata") or {}).get("name", ""))
+        for check_name in self.state.admission_check_names(name):
+            check = self.state.admission_checks.get(check_name) or {}
+            if (check.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME:
+                return True
+        return False
+
+
+# -- HTTP ----------------------------------------------------------------------------------
+
+
+def webhook_app(lookup: QueueLookup) -> web.Application:
+    """The aiohttp application: POST ``/mutate-batch-v1-job``, GET ``/healthz`` and
+    ``/readyz``. Only an unreadable body is an HTTP error (400); every AdmissionReview gets
+    an AdmissionReview back."""
+
+    async def mutate(request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.read())
+        except ValueError as err:  # invalid JSON or UTF-8
+            return web.json_response({"message": f"unreadable AdmissionReview: {err}"}, status=400)
+        return web.json_response(answer_review(body, lookup))
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if lookup.ready():
+            return web.Response(text="ok")
+        return web.Response(text="queue view not loaded yet", status=503)
+
+    app = web.Application(client_max_size=MAX_REVIEW_BYTES)
+    app.router.add_post(MUTATE_JOB_PATH, mutate)
+    app.router.add_get(HEALTHZ_PATH, healthz)
+    app.router.add_get(READYZ_PATH, readyz)
+    return app
+
+
+class WebhookServer:
+    """The webhook application served over TLS with ``tls.crt``/``tls.key`` of ``cert_dir``.
+
+    ``port=0`` picks a free port; ``port`` holds the bound one once ``start()`` returned.
+    """
+
+    def __init__(self, lookup: QueueLookup, host: str, port: int, cert_dir: Path | str) -> None:
+        self.lookup = lookup
+        self.host = host
+        self.port = port
+        self.cert_dir = Path(cert_dir)
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("the webhook server is already running")
+        runner = web.AppRunner(webhook_app(self.lookup), access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(
+                runner, self.host, self.port, ssl_context=server_ssl_context(self.cert_dir)
+            )
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+        log.info(
+            "admission webhook serving on https://%s:%d%s", self.host, self.port, MUTATE_JOB_PATH
+        )
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        """The mutate endpoint, for a webhook configuration's ``clientConfig.url``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}:{self.port}{MUTATE_JOB_PATH}"
+
+    async def __aenter__(self) -> WebhookServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
