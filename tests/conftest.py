@@ -4,8 +4,8 @@ kubernetes_asyncio clients, and unique names.
 
 - ``lite_clusters``: manager + 2 workers, etcd + kube-apiserver only (starts in seconds).
 - ``kueue_crds``: the lite clusters with kfed's CRDs (``crds/``) installed and served.
-- ``full_federation``: opt-in; manager + 2 workers with controller-manager, scheduler and kwok
-  fake GPU nodes (worker-1: gpu.model=rtx-a1000, worker-2: gpu.model=h100).
+- ``full_federation``: opt-in; manager + 3 workers with controller-manager, scheduler and kwok
+  fake GPU nodes (worker-1: gpu.model=rtx-a1000, worker-2 and worker-3: gpu.model=h100).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def lite_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFed
 @pytest.fixture(scope="session")
 def full_federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFederation]:
     fed = LocalFederation(
-        "full", workers=2, full=True, root=_state_root(tmp_path_factory), tie_to_parent=True
+        "full", workers=3, full=True, root=_state_root(tmp_path_factory), tie_to_parent=True
     )
     _start(fed)
     try:

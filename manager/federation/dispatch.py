@@ -651,12 +651,16 @@ class Dispatcher:
         if job is None or remote_job is None or (job.get("spec") or {}).get("suspend"):
             return
         status = remoteobjects.job_status_for_manager(remote_job)
-        if not status or status == (job.get("status") or {}):
+        current = job.get("status") or {}
+        if not status or status == current:
             return
+        # A merge patch only overwrites: fields the worker no longer reports (active: 0 is
+        # omitted) must be removed explicitly, or a finished Job would keep active pods.
+        patch = {**{k: None for k in current if k not in status}, **status}
         meta = job["metadata"]
         with contextlib.suppress(errors.NotFound, errors.Conflict):
             await self.state.api.patch(
-                R.JOBS, meta["name"], {"status": status}, meta["namespace"], subresource="status"
+                R.JOBS, meta["name"], {"status": patch}, meta["namespace"], subresource="status"
             )
 
     async def _finish_from(self, cluster: str, obj: Obj, remote_wl: Obj) -> None:

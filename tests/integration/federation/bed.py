@@ -1,0 +1,164 @@
+"""A live federation for tests: the shared full local clusters (manager + workers), kfed's
+CRDs on each, a cuttable proxy between the manager and every worker's apiserver, the
+workers registered on the manager, and — per test — in-process worker shims and a manager
+with short timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from e2e.local.federation import LocalFederation
+from e2e.local.proxy import CuttableProxy
+from manager.api import constants as C
+from manager.controllers.runtime import ClusterController
+from manager.controllers.settings import ControllerSettings
+from manager.federation.runtime import FederationController
+from manager.federation.settings import DispatchMode, FederationSettings
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from worker_shim.fencing import Fencing, FencingSettings
+
+NAMESPACE = "kueue-system"
+CONFIG = "workers"
+CHECK = "multikueue"
+
+FAST = FederationSettings(
+    namespace=NAMESPACE,
+    admission_timeout=5.0,
+    gc_interval=2.0,
+    request_timeout=1.0,
+    reconnect_initial=0.2,
+    reconnect_max=1.0,
+    lease_duration=3.0,
+    lease_renew_period=0.5,
+    fence_grace=1.5,
+    unfenced_worker_lost_timeout=8.0,
+)
+FAST_FENCING = FencingSettings(
+    namespace=NAMESPACE, heartbeat_period=0.5, heartbeat_duration=3, check_period=0.1
+)
+FAST_CONTROLLERS = ControllerSettings(status_period=0.2, requeue_base_seconds=0.2)
+
+
+def proxied_kubeconfig(fed: LocalFederation, worker: str, proxy: CuttableProxy) -> str:
+    config = yaml.safe_load(fed.kubeconfig(worker).read_text())
+    config["clusters"][0]["cluster"]["server"] = proxy.url
+    return yaml.safe_dump(config)
+
+
+async def register_workers(
+    api: KubeApi, fed: LocalFederation, proxies: dict[str, CuttableProxy]
+) -> None:
+    """Secrets, MultiKueueClusters, a MultiKueueConfig and the AdmissionCheck, on the manager."""
+    with contextlib.suppress(errors.AlreadyExists):
+        await api.create(R.NAMESPACES, {"metadata": {"name": NAMESPACE}})
+    for worker, proxy in proxies.items():
+        data = base64.b64encode(proxied_kubeconfig(fed, worker, proxy).encode()).decode()
+        with contextlib.suppress(errors.AlreadyExists):
+            await api.create(
+                R.SECRETS,
+                {
+                    "metadata": {"name": worker, "namespace": NAMESPACE},
+                    "data": {"kubeconfig": data},
+                },
+                NAMESPACE,
+            )
+        with contextlib.suppress(errors.AlreadyExists):
+            await api.create(
+                R.MULTIKUEUE_CLUSTERS,
+                {
+                    "apiVersion": C.API_VERSION,
+                    "kind": "MultiKueueCluster",
+                    "metadata": {"name": worker},
+                    "spec": {
+                        "clusterSource": {
+                            "kubeConfig": {"location": worker, "locationType": "Secret"}
+                        }
+                    },
+                },
+            )
+    with contextlib.suppress(errors.AlreadyExists):
+        await api.create(
+            R.MULTIKUEUE_CONFIGS,
+            {
+                "apiVersion": C.API_VERSION,
+                "kind": "MultiKueueConfig",
+                "metadata": {"name": CONFIG},
+                "spec": {"clusters": sorted(proxies)},
+            },
+        )
+    with contextlib.suppress(errors.AlreadyExists):
+        await api.create(
+            R.ADMISSION_CHECKS,
+            {
+                "apiVersion": C.API_VERSION,
+                "kind": "AdmissionCheck",
+                "metadata": {"name": CHECK},
+                "spec": {
+                    "controllerName": C.MULTIKUEUE_CONTROLLER_NAME,
+                    "parameters": {"apiGroup": C.GROUP, "kind": "MultiKueueConfig", "name": CONFIG},
+                },
+            },
+        )
+
+
+@dataclass
+class Bed:
+    fed: LocalFederation
+    proxies: dict[str, CuttableProxy]
+    manager_api: KubeApi
+    worker_apis: dict[str, KubeApi]
+    settings: FederationSettings = FAST
+    manager: FederationController | None = None
+    shims: dict[str, ClusterController] = field(default_factory=dict)
+    fencing: dict[str, Fencing] = field(default_factory=dict)
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+    def _start(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
+        self.tasks[name] = asyncio.create_task(coro, name=name)
+
+    async def start_shim(self, worker: str, *, fencing: bool = True) -> ClusterController:
+        api = self.worker_apis[worker]
+        shim = ClusterController(api, FAST_CONTROLLERS)
+        self.shims[worker] = shim
+        self._start(f"shim/{worker}", shim.run())
+        if fencing:
+            fence = Fencing(api, shim.state, FAST_FENCING)
+            self.fencing[worker] = fence
+            self._start(f"fencing/{worker}", fence.run())
+        await asyncio.wait_for(shim.synced.wait(), 30)
+        return shim
+
+    async def start_manager(
+        self, *, mode: DispatchMode = DispatchMode.CAPACITY_AWARE, identity: str = "test-manager"
+    ) -> FederationController:
+        settings = FederationSettings(
+            **{**_fields(self.settings), "dispatch_mode": mode, "manager_identity": identity}
+        )
+        self.manager = FederationController(self.manager_api, settings, FAST_CONTROLLERS)
+        self._start("manager", self.manager.run())
+        await asyncio.wait_for(self.manager.ready.wait(), 30)
+        return self.manager
+
+    async def stop(self, name: str) -> None:
+        task = self.tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def stop_all(self) -> None:
+        for name in list(self.tasks):
+            await self.stop(name)
+
+
+def _fields(settings: FederationSettings) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in settings.__dataclass_fields__}
