@@ -14,8 +14,10 @@ import contextlib
 import logging
 import os
 import socket
+from pathlib import Path
 
 from manager.controllers.settings import ControllerSettings
+from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
 from manager.federation.settings import DispatchMode, FederationSettings
 from manager.kube import errors
@@ -53,6 +55,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--leader-renew-deadline", type=float, default=6.0)
     p.add_argument("--leader-retry-period", type=float, default=1.0)
     p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--no-webhook", action="store_true", help="do not serve the Job webhook")
+    p.add_argument("--webhook-host", default="0.0.0.0")
+    p.add_argument("--webhook-port", type=int, default=9443)
+    p.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        help="tls.crt/tls.key (and ca.crt) to serve with; generated when absent",
+    )
+    p.add_argument(
+        "--register-webhook-host",
+        help="register the webhook by URL at this host (out-of-cluster managers, local test bed)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -104,7 +118,26 @@ async def run(args: argparse.Namespace) -> None:
                 api, settings_from(args), ControllerSettings(workers=args.workers)
             ).run()
 
-        await elector.run(lead)
+        parts = [elector.run(lead)]
+        if not args.no_webhook:
+            webhook = ManagerWebhook(
+                api,
+                host=args.webhook_host,
+                port=args.webhook_port,
+                cert_dir=args.webhook_cert_dir,
+                register_url_host=args.register_webhook_host,
+            )
+            parts.append(webhook.run())
+        done, pending = await asyncio.wait(
+            [asyncio.ensure_future(p) for p in parts], return_when=asyncio.FIRST_COMPLETED
+        )
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for task in done:
+            task.result()
         log.warning("leadership lost; exiting so a fresh process can take over")
 
 

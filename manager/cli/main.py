@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import click
 
-from manager.cli import crds
+from manager.cli import cluster, crds, submit, whatif, workloads
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kfed")
 def main() -> None:
-    """kfed: federate GPU batch Jobs across Kubernetes clusters, the MultiKueue way."""
+    """kfed: federate GPU batch Jobs across Kubernetes clusters, the MultiKueue way.
+
+    Every command that talks to a cluster takes --kubeconfig and --context for the MANAGER
+    cluster. Exit codes: 0 ok, 1 failed or timed out, 2 bad input or usage, 3 a cluster
+    cannot be reached.
+    """
 
 
 main.add_command(crds.command)
+main.add_command(cluster.group)
+main.add_command(submit.command)
+main.add_command(workloads.workloads_command)
+main.add_command(workloads.explain_command)
+main.add_command(whatif.command)

@@ -69,6 +69,9 @@ class WorkloadController:
         if job is None:
             return True
         spec, status = job.get("spec") or {}, job.get("status") or {}
+        if spec.get("managedBy") == C.MULTIKUEUE_MANAGED_BY:
+            # Its pods run on a worker: the stop checks above say whether they are gone.
+            return bool(spec.get("suspend"))
         return bool(spec.get("suspend")) and not status.get("active")
 
     def priority_of(self, wl: Workload) -> int:

@@ -129,6 +129,13 @@ class Dispatcher:
                 self.queue.add(ws.key_of(obj))
         self._rescan = True
 
+    def maintenance_changed(self, cluster: str) -> None:
+        """cordon/drain/uncordon: drained workloads move; waiting ones may fit again."""
+        for obj in self.state.workloads.items():
+            if ws.status_of(obj).get("clusterName") == cluster:
+                self.queue.add(ws.key_of(obj))
+        self._rescan = True
+
     def rescan(self) -> None:
         """Queue the waiting workloads again, highest priority and oldest first, at most once
         per rescan period however many worker events came in."""
@@ -266,6 +273,7 @@ class Dispatcher:
         if ws.is_evicted(obj):
             # The manager evicted it (preempted, or our Retry): stop every copy.
             await self._delete_everywhere(key, obj)
+            await self._reset_job_status(obj)
             self._forget(key)
             return None
         state, _ = checkstatus.check_state(obj, check)
@@ -287,6 +295,10 @@ class Dispatcher:
                     obj, check, f"worker {cluster} lost ({how}); moving the workload"
                 )
             return self._lost_remaining(remote, obj)
+        if self._maintenance(str(cluster)) == "drain":
+            return await self._retry(
+                obj, check, f"worker {cluster} is draining; moving the workload"
+            )
         remote_wl = copies.get(str(cluster))
         if remote_wl is None:
             return await self._retry(obj, check, f"the copy on worker {cluster} no longer exists")
@@ -661,6 +673,22 @@ class Dispatcher:
         with contextlib.suppress(errors.NotFound, errors.Conflict):
             await self.state.api.patch(
                 R.JOBS, meta["name"], {"status": patch}, meta["namespace"], subresource="status"
+            )
+
+    async def _reset_job_status(self, obj: Obj) -> None:
+        """Its pods are gone from the worker: the manager's Job no longer shows them."""
+        job = self._manager_job(obj)
+        status = (job or {}).get("status") or {}
+        if job is None or not any(status.get(k) for k in ("active", "ready", "terminating")):
+            return
+        meta = job["metadata"]
+        with contextlib.suppress(errors.KubeError):
+            await self.state.api.patch(
+                R.JOBS,
+                meta["name"],
+                {"status": {"active": None, "ready": None, "terminating": None}},
+                meta["namespace"],
+                subresource="status",
             )
 
     async def _finish_from(self, cluster: str, obj: Obj, remote_wl: Obj) -> None:

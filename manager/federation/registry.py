@@ -84,6 +84,8 @@ class ClusterRegistry:
         for informer in (self.mk_clusters, self.secrets):
             informer.subscribe(self._on_event)
         self.mk_configs.subscribe(lambda _: self._notify())
+        self.mk_clusters.subscribe(self._on_cluster_event)
+        self.on_maintenance: Callable[[str], None] | None = None
 
     @property
     def informers(self) -> list[Informer]:
@@ -91,6 +93,17 @@ class ClusterRegistry:
 
     def _on_event(self, event: Event) -> None:
         self._dirty.set()
+
+    def _on_cluster_event(self, event: Event) -> None:
+        def mode(obj: Obj | None) -> str:
+            return str(
+                (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(
+                    C.MAINTENANCE_ANNOTATION, ""
+                )
+            )
+
+        if mode(event.obj) != mode(event.old) and self.on_maintenance is not None:
+            self.on_maintenance(event.key)
 
     def _notify(self) -> None:
         self._dirty.set()

@@ -37,6 +37,7 @@ class FederationController:
         self.registry.on_change = self.dispatcher.capacity_changed
         self.registry.on_remote = self.dispatcher.attach
         self.registry.on_connectivity = self.dispatcher.connectivity_changed
+        self.registry.on_maintenance = self.dispatcher.maintenance_changed
         self.ready = asyncio.Event()
 
     async def run(self) -> None:

@@ -19,6 +19,7 @@ from e2e.local.proxy import CuttableProxy
 from manager.api import constants as C
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
+from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
 from manager.federation.settings import DispatchMode, FederationSettings
 from manager.kube import errors
@@ -121,6 +122,7 @@ class Bed:
     shims: dict[str, ClusterController] = field(default_factory=dict)
     fencing: dict[str, Fencing] = field(default_factory=dict)
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    webhook: ManagerWebhook | None = None
 
     def _start(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
         self.tasks[name] = asyncio.create_task(coro, name=name)
@@ -146,6 +148,10 @@ class Bed:
         self.manager = FederationController(self.manager_api, settings, FAST_CONTROLLERS)
         self._start("manager", self.manager.run())
         await asyncio.wait_for(self.manager.ready.wait(), 30)
+        if self.webhook is None:
+            self.webhook = ManagerWebhook(self.manager_api, register_url_host="127.0.0.1")
+            self._start("webhook", self.webhook.run())
+            await asyncio.wait_for(self.webhook.started.wait(), 30)
         return self.manager
 
     async def stop(self, name: str) -> None:
@@ -156,6 +162,10 @@ class Bed:
                 await task
 
     async def stop_all(self) -> None:
+        if self.webhook is not None:
+            # failurePolicy Fail: never leave it registered without a server behind it.
+            await self.webhook.unregister()
+            self.webhook = None
         for name in list(self.tasks):
             await self.stop(name)
 

@@ -3,6 +3,7 @@ with free quota in its flavor, runs there to completion, and its status comes ba
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,6 +14,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.federation import checkstatus
+from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.informer import Event
@@ -47,9 +49,7 @@ def record_copies(bed: Bed) -> Counter[tuple[str, str]]:
 
 
 async def submit(api: KubeApi, name: str, **kw: Any) -> None:
-    job = article.seed_job(name, **kw)
-    job["spec"]["managedBy"] = C.MULTIKUEUE_MANAGED_BY  # until the webhook does it
-    await api.create(R.JOBS, job, NS)
+    await api.create(R.JOBS, article.seed_job(name, **kw), NS)
 
 
 async def placed(api: KubeApi, job_name: str) -> dict[str, Any] | None:
@@ -78,8 +78,15 @@ async def test_a_article_jobs_go_to_the_worker_with_their_gpu(article_bed: Bed) 
     seen = record_copies(bed)
     await bed.start_manager()
     api = bed.manager_api
-    await submit(api, "02-light-job.yaml")
-    await submit(api, "03-heavy-job.yaml")
+    # The article's manifests, unchanged (kubectl apply), through the manager's webhook.
+    # (in a thread: the webhook answering kubectl runs on this event loop)
+    for manifest in ("02-light-job.yaml", "03-heavy-job.yaml"):
+        await asyncio.to_thread(
+            bed.fed.kubectl, "manager", "apply", "-f", str(article.SEED / manifest)
+        )
+    for name in ("light-job", "heavy-job"):
+        job = await api.get(R.JOBS, name, NS)
+        assert job["spec"]["managedBy"] == C.MULTIKUEUE_MANAGED_BY, "the webhook sets managedBy"
 
     light = await wait_for(lambda: placed(api, "light-job"), timeout=60, what="light-job placed")
     heavy = await wait_for(lambda: placed(api, "heavy-job"), timeout=60, what="heavy-job placed")
@@ -100,9 +107,137 @@ async def test_a_article_jobs_go_to_the_worker_with_their_gpu(article_bed: Bed) 
     assert bed.manager.dispatcher.stats.remote_workloads_created == 2
 
     async def copies_removed() -> bool:
-        for worker, wapi in bed.worker_apis.items():
+        for wapi in bed.worker_apis.values():
             if (await wapi.list(R.WORKLOADS, NS))["items"]:
                 return False
         return True
 
     await wait_for(copies_removed, timeout=30, what="remote copies removed after finishing")
+
+
+def h100_job(name: str, *, gpus: int = 1, delay_ms: int = 2000) -> dict[str, Any]:
+    job = article.seed_job("03-heavy-job.yaml", delay_ms=delay_ms)
+    job["metadata"]["name"] = name
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    for part in ("requests", "limits"):
+        container["resources"][part].update(
+            {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
+        )
+    return job
+
+
+async def fill_worker(api: KubeApi, name: str) -> None:
+    """A local job on the worker itself that takes all 4 of its h100 GPUs for a long time."""
+    job = h100_job(name, gpus=4, delay_ms=600_000)
+    await api.create(R.JOBS, job, NS)
+
+    async def reserved() -> bool:
+        cq = await api.get(R.CLUSTER_QUEUES, "gpu-cq")
+        for flavor in (cq.get("status") or {}).get("flavorsReservation") or []:
+            for r in flavor["resources"]:
+                if r["name"] == "nvidia.com/gpu" and r.get("total") == "4":
+                    return True
+        return False
+
+    await wait_for(reserved, timeout=30, what=f"{name} holding all GPUs")
+
+
+async def check_message(api: KubeApi, job_name: str) -> str:
+    job = await api.get(R.JOBS, job_name, NS)
+    try:
+        name = ws.workload_name_for_job(job_name, job["metadata"]["uid"])
+        wl = await api.get(R.WORKLOADS, name, NS)
+    except errors.NotFound:
+        return ""
+    return checkstatus.check_state(wl, CHECK)[1]
+
+
+async def test_b_a_full_worker_is_skipped_and_none_free_means_a_clear_wait(
+    article_bed: Bed,
+) -> None:
+    bed = article_bed
+    for worker in ("worker-1", "worker-2", "worker-3"):
+        await bed.start_shim(worker)
+    await bed.start_manager()
+    api = bed.manager_api
+    await fill_worker(bed.worker_apis["worker-2"], "local-hog")
+    await api.create(R.JOBS, h100_job("next-h100"), NS)
+    wl = await wait_for(lambda: placed(api, "next-h100"), timeout=60, what="next-h100 placed")
+    assert ws.status_of(wl)["clusterName"] == "worker-3", "worker-2 is full: the other h100 worker"
+
+    await fill_worker(bed.worker_apis["worker-3"], "local-hog")
+    await wait_for(lambda: complete(api, "next-h100"), timeout=60, what="next-h100 Complete")
+    await api.create(R.JOBS, h100_job("waits"), NS)
+
+    async def waiting_with_reason() -> str | None:
+        message = await check_message(api, "waits")
+        return message if "no worker can admit it now" in message else None
+
+    message = await wait_for(waiting_with_reason, timeout=30, what="a clear pending reason")
+    assert "worker-2: insufficient nvidia.com/gpu in flavor h100: 1 requested, 0 free" in message
+    assert "worker-3: insufficient nvidia.com/gpu in flavor h100" in message
+    assert "worker-1: ClusterQueue gpu-cq has no flavor matching h100" in message
+
+    # Capacity frees up on worker-3: the waiting job goes there without anyone asking.
+    await bed.worker_apis["worker-3"].delete(R.JOBS, "local-hog", NS)
+    wl = await wait_for(
+        lambda: placed(api, "waits"), timeout=60, what="waiting job placed once capacity frees"
+    )
+    assert ws.status_of(wl)["clusterName"] == "worker-3"
+
+
+async def test_d_drain_moves_work_away_and_uncordon_restores(article_bed: Bed) -> None:
+    bed = article_bed
+    for worker in ("worker-1", "worker-2", "worker-3"):
+        await bed.start_shim(worker)
+    await bed.start_manager()
+    api = bed.manager_api
+    await api.create(R.JOBS, h100_job("long", delay_ms=120_000), NS)
+    wl = await wait_for(lambda: placed(api, "long"), timeout=60, what="long placed")
+    first = ws.status_of(wl)["clusterName"]
+    other = "worker-3" if first == "worker-2" else "worker-2"
+    try:
+        await api.patch(
+            R.MULTIKUEUE_CLUSTERS,
+            first,
+            {"metadata": {"annotations": {C.MAINTENANCE_ANNOTATION: "drain"}}},
+        )
+
+        async def moved() -> dict[str, Any] | None:
+            now = await placed(api, "long")
+            return (
+                now if now is not None and ws.status_of(now).get("clusterName") == other else None
+            )
+
+        await wait_for(moved, timeout=60, what=f"long moved from draining {first} to {other}")
+
+        async def gone_from_drained() -> bool:
+            return (
+                not (await bed.worker_apis[first].list(R.WORKLOADS, NS))["items"]
+                and not (await bed.worker_apis[first].list(R.PODS, NS))["items"]
+            )
+
+        await wait_for(gone_from_drained, timeout=30, what=f"nothing left running on {first}")
+        # Nothing new lands on a drained (or cordoned) worker.
+        await bed.worker_apis[other].create(R.JOBS, h100_job("hog", gpus=3, delay_ms=600_000), NS)
+        await api.create(R.JOBS, h100_job("new"), NS)
+
+        async def refused_for_maintenance() -> bool:
+            return f"{first}: in maintenance (drain)" in await check_message(api, "new")
+
+        await wait_for(
+            refused_for_maintenance, timeout=30, what="new job not placed on the drained worker"
+        )
+        await api.patch(
+            R.MULTIKUEUE_CLUSTERS,
+            first,
+            {"metadata": {"annotations": {C.MAINTENANCE_ANNOTATION: None}}},
+        )
+        wl = await wait_for(lambda: placed(api, "new"), timeout=60, what="placed after uncordon")
+        assert ws.status_of(wl)["clusterName"] == first
+    finally:
+        await api.patch(
+            R.MULTIKUEUE_CLUSTERS,
+            first,
+            {"metadata": {"annotations": {C.MAINTENANCE_ANNOTATION: None}}},
+        )

@@ -1,0 +1,285 @@
+"""``kfed cluster``: register, list, remove and put worker clusters into maintenance."""
+
+from __future__ import annotations
+
+import click
+
+from manager.api import constants as C
+from manager.cli import registration
+from manager.cli.common import (
+    CliError,
+    Target,
+    connect_manager,
+    connection_options,
+    console,
+    read_text,
+    run,
+    target_of,
+    warn,
+)
+from manager.cli.tables import print_json, table
+
+
+@click.group("cluster")
+def group() -> None:
+    """Register worker clusters with the manager and manage them.
+
+    A worker is a Secret holding its kubeconfig (in kfed's --namespace), a MultiKueueCluster
+    pointing at that Secret, and an entry in a MultiKueueConfig. The kfed manager connects to
+    every registered worker and reports the connection as the MultiKueueCluster's Active
+    condition.
+    """
+
+
+# -- add -----------------------------------------------------------------------------------
+
+
+async def _add(
+    target: Target,
+    name: str,
+    kubeconfig_file: str,
+    worker_context: str | None,
+    config: str,
+    wait: bool,
+    timeout: float,
+) -> None:
+    registration.check_name(name)
+    checked = registration.check_worker_kubeconfig(
+        read_text(kubeconfig_file), context=worker_context, source=kubeconfig_file
+    )
+    out, err = console(), console(stderr=True)
+    api = await connect_manager(target)
+    try:
+        for line in await registration.register(
+            api, name, checked, namespace=target.namespace, config=config
+        ):
+            (err if line.startswith("note:") else out).print(line)
+        if wait:
+            with err.status(f"waiting for {name} to become Active…") as status:
+                condition = await registration.wait_active(
+                    api,
+                    name,
+                    timeout=timeout,
+                    on_update=lambda text: status.update(f"waiting for {name}: {text}"),
+                )
+            out.print(f"{name} is Active: {condition.get('message') or condition.get('reason')}")
+    finally:
+        await api.close()
+    try:
+        rows = await registration.worker_capacity(name, checked)
+    except CliError as problem:
+        warn(f"capacity of {name} not shown: {problem.message}")
+        return
+    if not rows:
+        out.print(f"{name} has no ClusterQueues yet: it has no capacity to offer")
+        return
+    out.print(f"capacity of {name} ({checked.server}):")
+    out.print(
+        table(
+            ("clusterqueue", "flavor", "resource", "nominal", "reserved", "free"),
+            ((r.cluster_queue, r.flavor, r.resource, r.nominal, r.reserved, r.free) for r in rows),
+        )
+    )
+
+
+@group.command("add")
+@click.argument("name")
+@click.option(
+    "--kubeconfig-file",
+    "kubeconfig_file",
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="The WORKER's kubeconfig ('-' for stdin). It must be self-contained: inline CA and "
+    "credentials, no exec plugins, no file paths, no insecure-skip-tls-verify.",
+)
+@click.option(
+    "--worker-context",
+    default=None,
+    help="Context to use from the worker's kubeconfig (default: its current-context). Only "
+    "that context is stored.",
+)
+@click.option(
+    "--config",
+    default=registration.DEFAULT_CONFIG,
+    show_default=True,
+    help="MultiKueueConfig to add the worker to (created if missing).",
+)
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    show_default=True,
+    help="Wait until the manager reports the worker Active.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for Active.",
+)
+@connection_options()
+def add(
+    name: str,
+    kubeconfig_file: str,
+    worker_context: str | None,
+    config: str,
+    wait: bool,
+    timeout: float,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str,
+) -> None:
+    """Register worker cluster NAME from its kubeconfig.
+
+    Validates the worker's kubeconfig exactly as the manager will (refusing unsafe ones,
+    exit 2, before anything is created), stores it reduced to one context in Secret NAME,
+    creates or updates MultiKueueCluster NAME, adds NAME to the MultiKueueConfig, waits until
+    the manager reports it Active (exit 1 with the condition's reason on timeout) and prints
+    the worker's capacity per ClusterQueue, flavor and resource, read from the worker itself.
+
+    --kubeconfig/--context always name the MANAGER cluster; the worker's are
+    --kubeconfig-file/--worker-context.
+
+    \b
+    Example:
+      kfed cluster add worker-1 --kubeconfig-file worker-1.kubeconfig
+    """
+    run(
+        _add(
+            target_of(kubeconfig, context, namespace),
+            name,
+            kubeconfig_file,
+            worker_context,
+            config,
+            wait,
+            timeout,
+        )
+    )
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+async def _list(target: Target, output: str) -> None:
+    async with await connect_manager(target) as api:
+        rows = await registration.list_clusters(api)
+    out = console()
+    if output == "json":
+        print_json(out, rows)
+        return
+    if not rows:
+        out.print("no worker clusters registered (see `kfed cluster add --help`)")
+        return
+    out.print(
+        table(
+            ("name", "active", "reason", "maintenance", "configs", "message"),
+            ((r.name, r.active, r.reason, r.maintenance, r.configs, r.message) for r in rows),
+            wrap="message",
+        )
+    )
+
+
+@group.command("list")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="A table for people, or JSON (one object per row) for scripts.",
+)
+@connection_options()
+def list_(output: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+    """List registered worker clusters: whether the manager is connected to each (Active, its
+    reason and message), its maintenance state and the MultiKueueConfigs listing it."""
+    run(_list(target_of(kubeconfig, context, namespace), output))
+
+
+# -- remove ----------------------------------------------------------------------------------
+
+
+async def _remove(target: Target, name: str) -> None:
+    async with await connect_manager(target) as api:
+        done = await registration.unregister(api, name, namespace=target.namespace)
+    out, err = console(), console(stderr=True)
+    for line in done:
+        (err if line.startswith("note:") else out).print(line)
+
+
+@group.command("remove")
+@click.argument("name")
+@connection_options()
+def remove(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+    """Unregister worker cluster NAME: take it out of every MultiKueueConfig (deleting a
+    config it was the last member of), then delete its MultiKueueCluster and its Secret.
+
+    Workloads still running there are no longer followed by the manager: drain the worker
+    first (`kfed cluster drain NAME`) and wait until `kfed workloads -A` shows none there.
+    Exit 1 when no such worker exists.
+    """
+    run(_remove(target_of(kubeconfig, context, namespace), name))
+
+
+# -- maintenance -----------------------------------------------------------------------------
+
+
+async def _maintain(target: Target, name: str, mode: str | None, done: str) -> None:
+    async with await connect_manager(target) as api:
+        await registration.set_maintenance(api, name, mode)
+    console().print(f"{name} {done}")
+
+
+@group.command("cordon")
+@click.argument("name")
+@connection_options()
+def cordon(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+    """Stop placing new workloads on worker NAME.
+
+    Sets the annotation kfed.io/maintenance=cordon on MultiKueueCluster NAME. Workloads
+    already there keep running; the manager dispatches new ones to other workers. Undo with
+    `kfed cluster uncordon NAME`.
+    """
+    run(
+        _maintain(
+            target_of(kubeconfig, context, namespace),
+            name,
+            C.MAINTENANCE_CORDON,
+            "cordoned: no new workloads will be placed there",
+        )
+    )
+
+
+@group.command("drain")
+@click.argument("name")
+@connection_options()
+def drain(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+    """Move every workload off worker NAME and place nothing new there.
+
+    Sets the annotation kfed.io/maintenance=drain on MultiKueueCluster NAME. Like cordon, and
+    the manager also evicts the workloads running there and re-dispatches them to other
+    workers (they restart there). Undo with `kfed cluster uncordon NAME`.
+    """
+    run(
+        _maintain(
+            target_of(kubeconfig, context, namespace),
+            name,
+            C.MAINTENANCE_DRAIN,
+            "draining: its workloads move to other workers, nothing new is placed there",
+        )
+    )
+
+
+@group.command("uncordon")
+@click.argument("name")
+@connection_options()
+def uncordon(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+    """End maintenance of worker NAME: remove the kfed.io/maintenance annotation, so the
+    manager places workloads there again."""
+    run(
+        _maintain(
+            target_of(kubeconfig, context, namespace),
+            name,
+            None,
+            "uncordoned: new workloads may be placed there again",
+        )
+    )

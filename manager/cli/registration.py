@@ -1,0 +1,444 @@
+"""Registering worker clusters on the manager, the MultiKueue way, and reading them back.
+
+A worker is three objects on the manager: a Secret (key ``kubeconfig``) in kfed's namespace,
+a MultiKueueCluster pointing at it, and an entry in a MultiKueueConfig that an AdmissionCheck
+(``controllerName: kueue.x-k8s.io/multikueue``) references. The kfed manager connects to
+registered workers and reports each one's ``Active`` condition; cordon and drain are the
+``kfed.io/maintenance`` annotation on the MultiKueueCluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from manager.api import constants as C
+from manager.api import quantity
+from manager.cli.common import CliError, connect_dict, from_kube_error, usage_error
+from manager.cli.tables import amount
+from manager.controllers import conditions
+from manager.federation import kubeconfig
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+
+Obj = dict[str, Any]
+
+DEFAULT_CONFIG = "workers"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "kfed"
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_CONFLICT_ATTEMPTS = 5
+
+
+def check_name(name: str) -> None:
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        raise usage_error(
+            f"{name!r} is not a valid cluster name: use lower-case letters, digits, '-' and '.'"
+        )
+
+
+def check_worker_kubeconfig(
+    text: str, *, context: str | None, source: str
+) -> kubeconfig.CheckedKubeconfig:
+    """The worker's kubeconfig, validated as the manager will validate it and reduced to one
+    context; an unsafe or broken one is refused here, before anything is created."""
+    try:
+        return kubeconfig.check(text, context=context)
+    except kubeconfig.KubeconfigRejected as err:
+        hint = ""
+        if err.reason == kubeconfig.INSECURE_KUBECONFIG:
+            hint = (
+                "; the manager only accepts kubeconfigs with inline certificate-authority-data "
+                "and inline credentials (token or client certificate data)"
+            )
+        raise usage_error(f"refusing {source}: {err.reason}: {err}{hint}") from None
+
+
+def kubeconfig_secret(name: str, namespace: str, checked: kubeconfig.CheckedKubeconfig) -> Obj:
+    text = yaml.safe_dump(checked.config, sort_keys=False)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {MANAGED_BY_LABEL: MANAGED_BY},
+        },
+        "type": "Opaque",
+        "data": {C.MULTIKUEUE_KUBECONFIG_SECRET_KEY: base64.b64encode(text.encode()).decode()},
+    }
+
+
+def multikueue_cluster(name: str, secret: str) -> Obj:
+    return {
+        "apiVersion": C.API_VERSION,
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": name},
+        "spec": {"clusterSource": {"kubeConfig": {"location": secret, "locationType": "Secret"}}},
+    }
+
+
+def _secret_of(mk_cluster: Obj) -> str | None:
+    """The Secret a MultiKueueCluster reads its kubeconfig from (None: not a Secret)."""
+    kc = ((mk_cluster.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
+    if kc.get("locationType", "Secret") != "Secret":
+        return None
+    return str(kc.get("location") or "") or None
+
+
+# -- add -----------------------------------------------------------------------------------
+
+
+async def _ensure_namespace(api: KubeApi, namespace: str) -> list[str]:
+    try:
+        await api.get(R.NAMESPACES, namespace)
+        return []
+    except errors.NotFound:
+        pass
+    try:
+        await api.create(R.NAMESPACES, {"metadata": {"name": namespace}})
+    except errors.AlreadyExists:
+        return []
+    return [f"created Namespace {namespace}"]
+
+
+async def _upsert_secret(api: KubeApi, body: Obj) -> str:
+    meta = body["metadata"]
+    try:
+        await api.create(R.SECRETS, body, meta["namespace"])
+        return f"created Secret {meta['namespace']}/{meta['name']}"
+    except errors.AlreadyExists:
+        pass
+    await api.patch(
+        R.SECRETS,
+        meta["name"],
+        {"metadata": {"labels": meta["labels"]}, "data": body["data"]},
+        meta["namespace"],
+    )
+    return f"updated Secret {meta['namespace']}/{meta['name']}"
+
+
+async def _upsert_cluster(api: KubeApi, name: str, secret: str) -> str:
+    body = multikueue_cluster(name, secret)
+    try:
+        await api.create(R.MULTIKUEUE_CLUSTERS, body)
+        return f"created MultiKueueCluster {name}"
+    except errors.AlreadyExists:
+        pass
+    existing = await api.get(R.MULTIKUEUE_CLUSTERS, name)
+    if (existing.get("spec") or {}).get("clusterSource") == body["spec"]["clusterSource"]:
+        return f"MultiKueueCluster {name} unchanged"
+    await api.patch(
+        R.MULTIKUEUE_CLUSTERS,
+        name,
+        {"spec": {"clusterSource": {**body["spec"]["clusterSource"], "clusterProfileRef": None}}},
+    )
+    return f"updated MultiKueueCluster {name}"
+
+
+async def _edit_config(
+    api: KubeApi, config: str, edit: Callable[[list[str]], list[str]], *, create: bool
+) -> tuple[str, list[str]] | None:
+    """Apply ``edit`` to a MultiKueueConfig's cluster list with optimistic concurrency.
+    Returns (what happened, the new list), or None when the config is missing and not created;
+    an empty list deletes the config (the API requires at least one cluster)."""
+    for _ in range(_CONFLICT_ATTEMPTS):
+        try:
+            obj = await api.get(R.MULTIKUEUE_CONFIGS, config)
+        except errors.NotFound:
+            if not create:
+                return None
+            clusters = edit([])
+            try:
+                await api.create(
+                    R.MULTIKUEUE_CONFIGS,
+                    {
+                        "apiVersion": C.API_VERSION,
+                        "kind": "MultiKueueConfig",
+                        "metadata": {"name": config},
+                        "spec": {"clusters": clusters},
+                    },
+                )
+            except errors.AlreadyExists:
+                continue
+            return f"created MultiKueueConfig {config} with {', '.join(clusters)}", clusters
+        before = [str(c) for c in (obj.get("spec") or {}).get("clusters") or []]
+        after = edit(before)
+        if after == before:
+            return f"MultiKueueConfig {config} unchanged", after
+        try:
+            if not after:
+                await api.delete(
+                    R.MULTIKUEUE_CONFIGS, config, uid=(obj.get("metadata") or {}).get("uid")
+                )
+                return f"deleted MultiKueueConfig {config} (it listed no other cluster)", after
+            obj.setdefault("spec", {})["clusters"] = after
+            await api.replace(R.MULTIKUEUE_CONFIGS, obj)
+        except errors.Conflict:
+            continue
+        return f"MultiKueueConfig {config}: {', '.join(after)}", after
+    raise CliError(
+        f"MultiKueueConfig {config} kept changing under us ({_CONFLICT_ATTEMPTS} conflicts); retry"
+    )
+
+
+async def referencing_checks(api: KubeApi, config: str) -> list[str]:
+    """AdmissionChecks whose MultiKueue parameters name this MultiKueueConfig."""
+    found = []
+    for ac in (await api.list(R.ADMISSION_CHECKS))["items"]:
+        spec = ac.get("spec") or {}
+        params = spec.get("parameters") or {}
+        if (
+            spec.get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME
+            and params.get("kind") == "MultiKueueConfig"
+            and params.get("name") == config
+        ):
+            found.append(str(ac["metadata"]["name"]))
+    return found
+
+
+async def register(
+    api: KubeApi,
+    name: str,
+    checked: kubeconfig.CheckedKubeconfig,
+    *,
+    namespace: str,
+    config: str = DEFAULT_CONFIG,
+) -> list[str]:
+    """Create or update the Secret and MultiKueueCluster ``name`` and list it in ``config``.
+    Returns what was done, one line per object, plus a note when no AdmissionCheck uses the
+    config (so no ClusterQueue could dispatch to it yet)."""
+    check_name(name)
+    done = await _ensure_namespace(api, namespace)
+    done.append(await _upsert_secret(api, kubeconfig_secret(name, namespace, checked)))
+    done.append(await _upsert_cluster(api, name, name))
+    edited = await _edit_config(
+        api, config, lambda names: names if name in names else [*names, name], create=True
+    )
+    assert edited is not None
+    done.append(edited[0])
+    if not await referencing_checks(api, config):
+        done.append(
+            f"note: no AdmissionCheck with controllerName {C.MULTIKUEUE_CONTROLLER_NAME} "
+            f"references MultiKueueConfig {config} yet; ClusterQueues dispatch only through one"
+        )
+    return done
+
+
+# -- waiting for Active --------------------------------------------------------------------
+
+
+def active_condition(mk_cluster: Mapping[str, Any]) -> Obj | None:
+    return conditions.find((mk_cluster.get("status") or {}).get("conditions"), C.ACTIVE)
+
+
+def describe_active(condition: Mapping[str, Any] | None) -> str:
+    if condition is None:
+        return "no Active condition yet (is the kfed manager running on the manager cluster?)"
+    return (
+        f"Active={condition.get('status', 'Unknown')} "
+        f"{condition.get('reason') or ''}: {condition.get('message') or ''}"
+    ).strip()
+
+
+async def wait_active(
+    api: KubeApi,
+    name: str,
+    *,
+    timeout: float,
+    interval: float = 0.5,
+    on_update: Callable[[str], None] | None = None,
+) -> Obj:
+    """Poll the MultiKueueCluster until Active=True; on timeout, fail with its condition."""
+    deadline = time.monotonic() + timeout
+    condition: Obj | None = None
+    while True:
+        obj = await api.get(R.MULTIKUEUE_CLUSTERS, name)
+        condition = active_condition(obj)
+        if condition is not None and condition.get("status") == "True":
+            return condition
+        if on_update is not None:
+            on_update(describe_active(condition))
+        if time.monotonic() >= deadline:
+            raise CliError(
+                f"{name} is not Active after {timeout:g}s: {describe_active(condition)}; "
+                f"see `kfed cluster list` and the kfed manager's log"
+            )
+        await asyncio.sleep(interval)
+
+
+# -- capacity of a worker --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRow:
+    cluster_queue: str
+    flavor: str
+    resource: str
+    nominal: str
+    reserved: str
+    free: str
+
+
+def capacity_rows(cluster_queues: list[Obj]) -> list[CapacityRow]:
+    """Nominal, reserved and free quota per (ClusterQueue, flavor, resource), from the
+    ClusterQueues' spec and ``status.flavorsReservation`` (as the manager reads them)."""
+    rows = []
+    for cq in sorted(cluster_queues, key=lambda c: str(c["metadata"]["name"])):
+        reserved: dict[tuple[str, str], int] = {}
+        for fu in (cq.get("status") or {}).get("flavorsReservation") or []:
+            for r in fu.get("resources") or []:
+                reserved[(fu["name"], r["name"])] = quantity.to_core_units(
+                    r["name"], r.get("total") or 0
+                )
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for fq in rg.get("flavors") or []:
+                for r in fq.get("resources") or []:
+                    resource = str(r["name"])
+                    nominal = quantity.to_core_units(resource, r.get("nominalQuota", 0))
+                    used = reserved.get((fq["name"], resource), 0)
+                    rows.append(
+                        CapacityRow(
+                            str(cq["metadata"]["name"]),
+                            str(fq["name"]),
+                            resource,
+                            amount(resource, nominal),
+                            amount(resource, used),
+                            amount(resource, nominal - used),
+                        )
+                    )
+    return rows
+
+
+async def worker_capacity(name: str, checked: kubeconfig.CheckedKubeconfig) -> list[CapacityRow]:
+    """Read the worker's ClusterQueues with its own kubeconfig (from where the CLI runs)."""
+    api = await connect_dict(checked.config, checked.context, name=name)
+    try:
+        return capacity_rows((await api.list(R.CLUSTER_QUEUES))["items"])
+    except errors.KubeError as err:
+        raise from_kube_error(err, f"worker {name}") from None
+    finally:
+        await api.close()
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRow:
+    name: str
+    active: str
+    reason: str
+    maintenance: str
+    configs: str
+    message: str
+
+
+def cluster_rows(mk_clusters: list[Obj], mk_configs: list[Obj]) -> list[ClusterRow]:
+    member_of: dict[str, list[str]] = {}
+    for config in sorted(mk_configs, key=lambda c: str(c["metadata"]["name"])):
+        for cluster in (config.get("spec") or {}).get("clusters") or []:
+            member_of.setdefault(str(cluster), []).append(str(config["metadata"]["name"]))
+    rows = []
+    for obj in sorted(mk_clusters, key=lambda c: str(c["metadata"]["name"])):
+        name = str(obj["metadata"]["name"])
+        condition = active_condition(obj) or {}
+        annotations = obj["metadata"].get("annotations") or {}
+        rows.append(
+            ClusterRow(
+                name=name,
+                active=str(condition.get("status", "Unknown")),
+                reason=str(condition.get("reason", "")),
+                maintenance=str(annotations.get(C.MAINTENANCE_ANNOTATION, "")),
+                configs=",".join(member_of.get(name, [])),
+                message=str(condition.get("message", "")),
+            )
+        )
+    return rows
+
+
+async def list_clusters(api: KubeApi) -> list[ClusterRow]:
+    clusters = (await api.list(R.MULTIKUEUE_CLUSTERS))["items"]
+    configs = (await api.list(R.MULTIKUEUE_CONFIGS))["items"]
+    return cluster_rows(clusters, configs)
+
+
+# -- remove ----------------------------------------------------------------------------------
+
+
+async def unregister(api: KubeApi, name: str, *, namespace: str) -> list[str]:
+    """Take ``name`` out of every MultiKueueConfig, delete its MultiKueueCluster and its Secret
+    (unless another MultiKueueCluster uses the same Secret)."""
+    done: list[str] = []
+    try:
+        mk_cluster: Obj | None = await api.get(R.MULTIKUEUE_CLUSTERS, name)
+    except errors.NotFound:
+        mk_cluster = None
+    for config in (await api.list(R.MULTIKUEUE_CONFIGS))["items"]:
+        config_name = str(config["metadata"]["name"])
+        if name in ((config.get("spec") or {}).get("clusters") or []):
+            edited = await _edit_config(
+                api, config_name, lambda names: [n for n in names if n != name], create=False
+            )
+            if edited is not None:
+                done.append(edited[0])
+                if not edited[1] and (checks := await referencing_checks(api, config_name)):
+                    done.append(
+                        f"note: AdmissionCheck(s) {', '.join(checks)} referenced it and are "
+                        "now inactive"
+                    )
+    secret = _secret_of(mk_cluster) if mk_cluster is not None else None
+    if mk_cluster is not None and await api.delete(R.MULTIKUEUE_CLUSTERS, name):
+        done.append(f"deleted MultiKueueCluster {name}")
+    if secret is None and mk_cluster is None:
+        # No MultiKueueCluster: only delete a Secret of that name that kfed created.
+        try:
+            obj = await api.get(R.SECRETS, name, namespace)
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            if labels.get(MANAGED_BY_LABEL) == MANAGED_BY:
+                secret = name
+        except errors.NotFound:
+            pass
+    if secret is not None:
+        others = [
+            str(c["metadata"]["name"])
+            for c in (await api.list(R.MULTIKUEUE_CLUSTERS))["items"]
+            if _secret_of(c) == secret and c["metadata"]["name"] != name
+        ]
+        if others:
+            done.append(f"kept Secret {namespace}/{secret}: also used by {', '.join(others)}")
+        elif await api.delete(R.SECRETS, secret, namespace):
+            done.append(f"deleted Secret {namespace}/{secret}")
+    if not done:
+        raise CliError(
+            f"no worker cluster {name} on the manager (no MultiKueueCluster, Secret or "
+            "MultiKueueConfig entry); see `kfed cluster list`"
+        )
+    return done
+
+
+# -- maintenance -----------------------------------------------------------------------------
+
+
+async def set_maintenance(api: KubeApi, name: str, mode: str | None) -> Obj:
+    """Set (``cordon``/``drain``) or remove (None) the maintenance annotation."""
+    try:
+        return await api.patch(
+            R.MULTIKUEUE_CLUSTERS,
+            name,
+            {"metadata": {"annotations": {C.MAINTENANCE_ANNOTATION: mode}}},
+        )
+    except errors.NotFound:
+        raise CliError(
+            f"no MultiKueueCluster {name} on the manager; see `kfed cluster list`"
+        ) from None

@@ -1,0 +1,127 @@
+"""``kfed submit``: submit batch/v1 Jobs to the manager and show where each one lands."""
+
+from __future__ import annotations
+
+import click
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from manager.cli import jobfiles, submission
+from manager.cli.common import (
+    EXIT_FAILED,
+    CliError,
+    Target,
+    connect_manager,
+    connection_options,
+    console,
+    read_text,
+    run,
+    target_of,
+    warn,
+)
+
+
+async def _submit(target: Target, path: str, queue: str | None, wait: bool, timeout: float) -> None:
+    parsed = jobfiles.parse_jobs(read_text(path), "stdin" if path == "-" else path)
+    prepared = []
+    for job in parsed:
+        ready, warnings = jobfiles.prepare(job, queue=queue)
+        for warning in warnings:
+            warn(warning)
+        prepared.append(ready)
+    out, err = console(), console(stderr=True)
+    async with await connect_manager(target) as api:
+        await submission.check_queues(api, prepared)
+        created = await submission.create_jobs(api, prepared)
+        for job in created:
+            meta = job["metadata"]
+            out.print(
+                f"created Job {meta['namespace']}/{meta['name']} "
+                f"(queue {jobfiles.queue_of(job)}, suspended until admitted)"
+            )
+        if not wait:
+            return
+        with Progress(
+            SpinnerColumn(finished_text="[green]✓[/]"),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            tasks: dict[str, TaskID] = {}
+
+            def show(states: list[submission.Placement]) -> None:
+                for state in states:
+                    if state.job not in tasks:
+                        tasks[state.job] = progress.add_task(state.job, total=1)
+                    progress.update(
+                        tasks[state.job],
+                        description=f"{state.job}: {state.text}",
+                        completed=1 if state.done else 0,
+                    )
+
+            states, all_done = await submission.wait_placed(
+                api, created, timeout=timeout, on_update=show
+            )
+    for state in states:
+        if state.done:
+            out.print(
+                f"{state.job} -> {state.cluster}" if state.cluster else f"{state.job}: {state.text}"
+            )
+    if not all_done:
+        waiting = [s for s in states if not s.done]
+        for state in waiting:
+            click.echo(f"{state.job}: not placed after {timeout:g}s: {state.text}", err=True)
+        raise CliError(
+            f"{len(waiting)} of {len(states)} Job(s) not placed within {timeout:g}s; they stay "
+            "queued: follow them with `kfed workloads` and `kfed explain NAMESPACE/NAME`",
+            EXIT_FAILED,
+        )
+
+
+@click.command("submit")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--queue",
+    "-q",
+    default=None,
+    help="LocalQueue to submit to: sets the kueue.x-k8s.io/queue-name label (overrides the "
+    "manifest's).",
+)
+@click.option(
+    "--wait-placement/--no-wait",
+    "wait",
+    default=True,
+    show_default=True,
+    help="Wait until every Job is placed on a worker and print where.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=120.0,
+    show_default=True,
+    help="Seconds to wait for placement.",
+)
+@connection_options(namespace=False)
+def command(
+    file: str,
+    queue: str | None,
+    wait: bool,
+    timeout: float,
+    kubeconfig: str | None,
+    context: str | None,
+) -> None:
+    """Submit the batch/v1 Job(s) in FILE ('-' for stdin) to the manager cluster.
+
+    Every YAML document must be a valid batch/v1 Job (exit 2 otherwise; nothing is created).
+    kfed adds the queue label (--queue) and spec.suspend: true, checks that the LocalQueue
+    exists in the Job's namespace (metadata.namespace, default "default"), creates the Jobs,
+    then shows progress until each Job's Workload passes the MultiKueue admission check and
+    prints the worker it runs on. On timeout it prints why each Job still waits (its queue or
+    admission check message) and exits 1; the Jobs stay queued.
+
+    \b
+    Example:
+      kfed submit heavy-job.yaml --queue gpu-lq
+      ml-jobs/heavy-job -> worker-2
+    """
+    run(_submit(target_of(kubeconfig, context), file, queue, wait, timeout))

@@ -1,0 +1,119 @@
+"""``kfed whatif``: where a Job would go now, changing nothing."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Group
+from rich.text import Text
+
+from manager.cli import jobfiles, prediction
+from manager.cli.common import (
+    Target,
+    connect_manager,
+    connection_options,
+    console,
+    read_text,
+    run,
+    target_of,
+)
+from manager.cli.tables import print_json, table
+
+
+def render_prediction(p: prediction.Prediction) -> Group:
+    requests = ", ".join(f"{v} {r}" for r, v in p.requests.items()) or "nothing"
+    flavors = ", ".join(f"{r}={f}" for r, f in p.manager_flavors.items())
+    fits = (
+        "fits its free quota now"
+        if p.manager_fits_now
+        else "no free quota now: it would wait in the queue (or preempt)"
+    )
+    parts: list[object] = [
+        Text(f"Job {p.job}", style="bold"),
+        Text(f"  queue {p.queue} -> ClusterQueue {p.cluster_queue}"),
+        Text(f"  requests {requests}"),
+        Text(f"  manager flavor {flavors} ({fits})"),
+    ]
+    parts += [Text(f"    skipped {note}", style="dim") for note in p.manager_notes]
+    if p.federated:
+        parts.append(
+            Text(f"  workers of MultiKueueConfig {p.config} (admission check {p.admission_check}):")
+        )
+        parts.append(
+            table(
+                ("", "cluster", "fits", "verdict"),
+                (
+                    (
+                        "->" if c.cluster == p.chosen else "  ",
+                        c.cluster,
+                        "yes" if c.fits else "no",
+                        c.reason,
+                    )
+                    for c in p.candidates
+                ),
+                wrap="verdict",
+            )
+        )
+        parts.append(Text(f"  rule: {p.rule}", style="dim"))
+    parts.append(Text(p.verdict, style="bold"))
+    return Group(*parts)  # type: ignore[arg-type]
+
+
+async def _whatif(target: Target, path: str, queue: str | None, output: str) -> None:
+    jobs = jobfiles.parse_jobs(read_text(path), "stdin" if path == "-" else path)
+    prepared = [jobfiles.prepare(job, queue=queue)[0] for job in jobs]
+    async with await connect_manager(target) as api:
+        predictions = [
+            await prediction.predict(api, job, namespace=target.namespace) for job in prepared
+        ]
+    out = console()
+    if output == "json":
+        print_json(out, predictions)
+        return
+    for index, p in enumerate(predictions):
+        if index:
+            out.print()
+        out.print(render_prediction(p))
+
+
+@click.command("whatif")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--queue",
+    "-q",
+    default=None,
+    help="LocalQueue to assume (overrides the manifest's kueue.x-k8s.io/queue-name label).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Text for people, or JSON for scripts.",
+)
+@connection_options()
+def command(
+    file: str,
+    queue: str | None,
+    output: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str,
+) -> None:
+    """Where the Job(s) in FILE would go now, without creating or changing anything.
+
+    Computes the Job's requests from its pod template, finds its LocalQueue and ClusterQueue
+    on the manager and the flavor that queue would assign (the first flavor, in the queue's
+    order, whose nodeLabels and taints suit the pod and whose free quota covers it), then
+    reads every worker of the queue's MultiKueueConfig with the kubeconfig from its Secret in
+    --namespace and prints the dispatcher's verdict for each (as manager.federation.capacity
+    evaluates it: same LocalQueue, a matching flavor, enough free quota; not connected,
+    cordoned or drained workers are skipped) and the worker it would choose (best fit, then
+    fewest waiting, then config order). Dispatches still in flight are not visible from
+    outside the manager, so a busy federation may decide differently.
+
+    \b
+    Example:
+      kfed whatif heavy-job.yaml
+    """
+    run(_whatif(target_of(kubeconfig, context, namespace), file, queue, output))

@@ -1,0 +1,179 @@
+"""``kfed workloads`` and ``kfed explain``: where every workload is, and why."""
+
+from __future__ import annotations
+
+import time
+
+import click
+from rich.console import Group
+from rich.markup import escape
+from rich.text import Text
+
+from manager.cli import workloadinfo
+from manager.cli.common import (
+    Target,
+    connect_manager,
+    connection_options,
+    console,
+    run,
+    split_key,
+    target_of,
+)
+from manager.cli.tables import print_json, table
+
+# -- workloads -------------------------------------------------------------------------------
+
+
+async def _workloads(target: Target, namespace: str | None, output: str) -> None:
+    async with await connect_manager(target) as api:
+        rows = await workloadinfo.list_workloads(api, namespace, now=time.time())
+    out = console()
+    if output == "json":
+        print_json(out, rows)
+        return
+    if not rows:
+        where = f"in namespace {namespace}" if namespace else "in any namespace"
+        out.print(f"no workloads {where}")
+        return
+    headers = ("queue", "flavor", "cluster", "state", "age")
+    out.print(
+        table(
+            ("name", *headers) if namespace else ("namespace", "name", *headers),
+            (
+                (
+                    *(() if namespace else (r.namespace,)),
+                    r.name,
+                    r.queue,
+                    r.flavors,
+                    r.cluster,
+                    r.state,
+                    r.age,
+                )
+                for r in rows
+            ),
+        )
+    )
+
+
+@click.command("workloads")
+@click.option(
+    "--all-namespaces",
+    "-A",
+    "all_namespaces",
+    is_flag=True,
+    help="Workloads of every namespace (adds a NAMESPACE column).",
+)
+@click.option(
+    "--namespace",
+    "-n",
+    default="default",
+    show_default=True,
+    help="Namespace of the workloads (the Jobs' namespace, as in kubectl; not kfed's namespace).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="A table for people, or JSON (one object per row) for scripts.",
+)
+@connection_options(namespace=False)
+def workloads_command(
+    all_namespaces: bool,
+    namespace: str,
+    output: str,
+    kubeconfig: str | None,
+    context: str | None,
+) -> None:
+    """One view of the manager's workloads across the federation.
+
+    Columns: QUEUE (LocalQueue), FLAVOR (flavors of the admission), CLUSTER (the worker it
+    runs on, status.clusterName, or the one it was sent to, marked "(nominated)"), STATE
+    (Pending: waiting for quota; Reserved: quota held, waiting for a worker to admit it;
+    Admitted: admitted and placed; Finished; Evicted: lost its admission and requeued),
+    AGE.
+    """
+    run(_workloads(target_of(kubeconfig, context), None if all_namespaces else namespace, output))
+
+
+# -- explain ---------------------------------------------------------------------------------
+
+
+def render_explanation(e: workloadinfo.Explanation) -> Group:
+    def field(label: str, value: str) -> Text:
+        line = Text(f"{label + ':' if label else '':<13}", style="bold")
+        line.append(value)
+        return line
+
+    parts: list[Text] = [
+        Text.from_markup(f"[bold]Workload {escape(e.workload)}[/]")
+        + Text(f" (Job {e.job})" if e.job else ""),
+        field("State", e.state),
+        field("Why", e.summary),
+        field(
+            "Queue", e.queue + (f" -> ClusterQueue {e.cluster_queue}" if e.cluster_queue else "")
+        ),
+    ]
+    if e.cluster:
+        parts.append(field("Cluster", e.cluster))
+    for index, line in enumerate(e.assignments):
+        parts.append(field("Flavors" if index == 0 else "", line))
+    for index, line in enumerate(e.checks):
+        parts.append(field("Checks" if index == 0 else "", line))
+    if e.decision is not None:
+        d = e.decision
+        parts.append(Text("Placement decision (kfed.io/placement):", style="bold"))
+        parts.append(field("  Chosen", d.cluster + (f" at {d.at}" if d.at else "")))
+        parts.append(field("  Reason", d.reason))
+        if d.rule:
+            parts.append(field("  Rule", d.rule))
+        parts.append(Text("  Candidates:", style="bold"))
+        for candidate in d.candidates:
+            name = candidate.split(":", 1)[0]
+            marker = "->" if name == d.cluster else "  "
+            parts.append(Text(f"   {marker} {candidate}"))
+    for index, line in enumerate(e.conditions):
+        parts.append(field("Conditions" if index == 0 else "", line))
+    for note in e.notes:
+        parts.append(Text(f"note: {note}", style="yellow"))
+    return Group(*parts)
+
+
+async def _explain(target: Target, key: str, output: str) -> None:
+    namespace, name = split_key(key)
+    async with await connect_manager(target) as api:
+        workload, job = await workloadinfo.resolve(api, namespace, name)
+    explanation = workloadinfo.explain(workload, job)
+    out = console()
+    if output == "json":
+        print_json(out, explanation)
+    else:
+        out.print(render_explanation(explanation))
+
+
+@click.command("explain")
+@click.argument("key", metavar="NAMESPACE/NAME")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Text for people, or JSON for scripts.",
+)
+@connection_options(namespace=False)
+def explain_command(key: str, output: str, kubeconfig: str | None, context: str | None) -> None:
+    """Why a workload is pending, or why it runs where it runs.
+
+    NAMESPACE/NAME is a Workload or a Job on the manager (a Job is resolved to its Workload).
+    For a pending workload: the queue's reason (QuotaReserved=False message) or the admission
+    check's message. For a placed one: the recorded dispatch decision (annotation
+    kfed.io/placement): the chosen cluster, the reason, the scoring rule and every
+    candidate's verdict. Exit 1 when neither exists.
+
+    \b
+    Example:
+      kfed explain ml-jobs/heavy-job
+    """
+    run(_explain(target_of(kubeconfig, context), key, output))

@@ -1,0 +1,180 @@
+"""`kfed whatif` against a federation arranged on the lite clusters: a manager ClusterQueue
+with two flavors and a MultiKueue check, and two workers registered with `kfed cluster add`
+(worker-1 offers only the rtx flavor, worker-2 only h100, with some of it reserved). The
+MultiKueueClusters' Active condition is written here, as the kfed manager would."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from e2e.local.federation import LocalFederation
+from manager.kube import resources as R
+from tests.integration.cli import objects
+from tests.integration.cli.conftest import Cleanup, Kfed, Kube, namespace
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass(frozen=True)
+class Federation:
+    ns: str
+    rtx: str
+    h100: str
+    w1: str
+    w2: str
+    worker_cq: str
+
+
+@pytest.fixture
+def federation(
+    kueue_crds: LocalFederation,
+    kfed: Kfed,
+    manager: Kube,
+    workers: dict[str, Kube],
+    cleanup: Cleanup,
+    unique: str,
+) -> Federation:
+    rtx, h100 = f"rtx-{unique}", f"h100-{unique}"
+    cq, check, config = f"cq-{unique}", f"mk-{unique}", f"cfg-{unique}"
+    worker_cq = f"worker-cq-{unique}"
+    fed = Federation(f"ml-{unique}", rtx, h100, f"w1-{unique}", f"w2-{unique}", worker_cq)
+
+    for name in (rtx, h100):
+        manager.create(R.RESOURCE_FLAVORS, objects.flavor(name))
+        cleanup.add(manager, R.RESOURCE_FLAVORS, name)
+    manager.create(R.CLUSTER_QUEUES, objects.cluster_queue(cq, {rtx: 2, h100: 8}, [check]))
+    cleanup.add(manager, R.CLUSTER_QUEUES, cq)
+    manager.create(R.ADMISSION_CHECKS, objects.multikueue_check(check, config))
+    cleanup.add(manager, R.ADMISSION_CHECKS, check)
+    namespace(manager, cleanup, fed.ns)
+    manager.create(R.LOCAL_QUEUES, objects.local_queue(fed.ns, "gpu-lq", cq))
+    cleanup.add(manager, R.LOCAL_QUEUES, "gpu-lq", fed.ns)
+
+    for worker, flavor_name, gpus in (("worker-1", rtx, 2), ("worker-2", h100, 8)):
+        kube = workers[worker]
+        kube.create(R.RESOURCE_FLAVORS, objects.flavor(flavor_name))
+        cleanup.add(kube, R.RESOURCE_FLAVORS, flavor_name)
+        kube.create(R.CLUSTER_QUEUES, objects.cluster_queue(worker_cq, {flavor_name: gpus}))
+        cleanup.add(kube, R.CLUSTER_QUEUES, worker_cq)
+        namespace(kube, cleanup, fed.ns)
+        kube.create(R.LOCAL_QUEUES, objects.local_queue(fed.ns, "gpu-lq", worker_cq))
+        cleanup.add(kube, R.LOCAL_QUEUES, "gpu-lq", fed.ns)
+    workers["worker-2"].patch_status(
+        R.CLUSTER_QUEUES,
+        worker_cq,
+        {
+            "flavorsReservation": [
+                {"name": h100, "resources": [{"name": "nvidia.com/gpu", "total": "2"}]}
+            ]
+        },
+    )
+
+    cleanup.add(manager, R.MULTIKUEUE_CONFIGS, config)
+    for name, worker in ((fed.w1, "worker-1"), (fed.w2, "worker-2")):
+        cleanup.add(manager, R.SECRETS, name, kfed.namespace)
+        cleanup.add(manager, R.MULTIKUEUE_CLUSTERS, name)
+        kubeconfig_file = str(kueue_crds.kubeconfig(worker))
+        result = kfed(
+            "cluster",
+            "add",
+            name,
+            "--kubeconfig-file",
+            kubeconfig_file,
+            "--config",
+            config,
+            "--no-wait",
+        )
+        assert result.exit_code == 0, result.output
+        manager.patch_status(
+            R.MULTIKUEUE_CLUSTERS,
+            name,
+            {"conditions": [objects.condition("Active", True, "Active", "Connected")]},
+        )
+    return fed
+
+
+def _whatif(kfed: Kfed, manifest: str) -> dict[str, object]:
+    result = kfed("whatif", "-", "--queue", "gpu-lq", "-o", "json", input=manifest)
+    assert result.exit_code == 0, result.output
+    [prediction] = json.loads(result.stdout)
+    return prediction  # type: ignore[no-any-return]
+
+
+def _verdicts(prediction: dict[str, object]) -> dict[str, tuple[bool, str]]:
+    candidates = prediction["candidates"]
+    assert isinstance(candidates, list)
+    return {c["cluster"]: (c["fits"], c["reason"]) for c in candidates}
+
+
+def test_an_h100_job_would_go_to_the_worker_with_h100_capacity(
+    kfed: Kfed, manager: Kube, federation: Federation
+) -> None:
+    f = federation
+    prediction = _whatif(kfed, objects.job_yaml(f.ns, "heavy", gpus=4, model=f.h100))
+
+    assert prediction["manager_flavors"] == {"cpu": f.h100, "nvidia.com/gpu": f.h100}
+    assert prediction["manager_fits_now"] is True
+    verdicts = _verdicts(prediction)
+    assert verdicts[f.w1] == (
+        False,
+        f"ClusterQueue {f.worker_cq} has no flavor matching {f.h100}",
+    )
+    assert verdicts[f.w2][0] is True
+    assert "6 nvidia.com/gpu free" in verdicts[f.w2][1]
+    assert prediction["chosen"] == f.w2
+    assert manager(lambda api: api.list(R.JOBS, f.ns))["items"] == [], "whatif creates nothing"
+
+    text = kfed(
+        "whatif",
+        "-",
+        "--queue",
+        "gpu-lq",
+        input=objects.job_yaml(f.ns, "heavy", gpus=4, model=f.h100),
+    )
+    assert text.exit_code == 0, text.output
+    assert text.stdout.strip().splitlines()[-1].startswith(f"would go to {f.w2}: fits in")
+
+
+def test_a_light_job_takes_the_first_flavor_and_its_worker(
+    kfed: Kfed, federation: Federation
+) -> None:
+    f = federation
+    prediction = _whatif(kfed, objects.job_yaml(f.ns, "light", gpus=1))
+    assert prediction["manager_flavors"] == {"cpu": f.rtx, "nvidia.com/gpu": f.rtx}
+    assert prediction["chosen"] == f.w1
+
+
+def test_no_worker_with_room_means_it_would_wait(kfed: Kfed, federation: Federation) -> None:
+    f = federation
+    prediction = _whatif(kfed, objects.job_yaml(f.ns, "big", gpus=8, model=f.h100))
+    assert prediction["chosen"] is None
+    assert _verdicts(prediction)[f.w2] == (
+        False,
+        f"insufficient nvidia.com/gpu in flavor {f.h100}: 8 requested, 6 free",
+    )
+    assert prediction["verdict"] == "would wait: no worker can admit it now"
+
+
+def test_a_cordoned_worker_is_skipped(kfed: Kfed, federation: Federation) -> None:
+    f = federation
+    assert kfed("cluster", "cordon", f.w2).exit_code == 0
+    prediction = _whatif(kfed, objects.job_yaml(f.ns, "heavy", gpus=4, model=f.h100))
+    assert _verdicts(prediction)[f.w2] == (False, "in maintenance (cordon)")
+    assert prediction["chosen"] is None
+
+
+def test_a_job_the_manager_can_never_admit_is_an_error(kfed: Kfed, federation: Federation) -> None:
+    f = federation
+    result = kfed(
+        "whatif",
+        "-",
+        "--queue",
+        "gpu-lq",
+        input=objects.job_yaml(f.ns, "huge", gpus=16, model=f.h100),
+    )
+    assert result.exit_code == 1
+    assert "the manager would never admit Job" in result.stderr
+    assert "16 nvidia.com/gpu requested, nominal quota 8" in result.stderr

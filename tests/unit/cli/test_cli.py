@@ -1,0 +1,229 @@
+"""The `kfed` command as a user meets it: complete --help everywhere, and expected errors as
+one line on stderr with a meaningful exit code, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from manager.cli.common import (
+    EXIT_FAILED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    from_kube_error,
+    split_key,
+)
+from manager.cli.main import main
+from manager.kube import errors
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in sorted(group.commands.items()):
+        yield (*path, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+ALL = list(_commands(main))
+
+
+def test_the_expected_commands_exist() -> None:
+    for command in [
+        ("cluster", "add"),
+        ("cluster", "list"),
+        ("cluster", "remove"),
+        ("cluster", "cordon"),
+        ("cluster", "drain"),
+        ("cluster", "uncordon"),
+        ("submit",),
+        ("workloads",),
+        ("explain",),
+        ("whatif",),
+    ]:
+        assert command in ALL
+
+
+@pytest.mark.parametrize("path", ALL, ids=" ".join)
+def test_every_command_has_help(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(main, [*path, "--help"], prog_name="kfed")
+    assert result.exit_code == 0, result.output
+    assert "Usage: kfed " + " ".join(path) in result.output
+    command: click.Command = main
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    assert command.help and len(command.help) > 40, "a real description, not a stub"
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name != "help":
+            assert param.help, f"option {param.opts} has no help"
+
+
+@pytest.mark.parametrize(
+    ("path", "option"),
+    [
+        (p, o)
+        for p in ALL
+        if p[0] in ("cluster", "submit", "workloads", "explain", "whatif") and p != ("cluster",)
+        for o in ("--kubeconfig", "--context")
+    ],
+)
+def test_every_cluster_command_takes_the_manager_connection(
+    path: tuple[str, ...], option: str
+) -> None:
+    result = CliRunner().invoke(main, [*path, "--help"], prog_name="kfed")
+    assert option in result.output
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), prog_name="kfed")
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_a_missing_manager_kubeconfig_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, stderr = _invoke("cluster", "list", "--kubeconfig", str(tmp_path / "none"))
+    assert code == EXIT_USAGE
+    assert "--kubeconfig/--context" in _one_error_line(stderr)
+
+
+def test_a_missing_manager_context_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(_manager_kubeconfig(1)))
+    code, _, stderr = _invoke("workloads", "--kubeconfig", str(path), "--context", "nope")
+    assert code == EXIT_USAGE
+    assert "context nope" in _one_error_line(stderr)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _manager_kubeconfig(port: int) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "m",
+        "clusters": [
+            {
+                "name": "m",
+                "cluster": {
+                    "server": f"https://127.0.0.1:{port}",
+                    "insecure-skip-tls-verify": True,
+                },
+            }
+        ],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "m", "context": {"cluster": "m", "user": "u"}}],
+    }
+
+
+def test_an_unreachable_manager_exits_3(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(_manager_kubeconfig(_free_port())))
+    code, _, stderr = _invoke("cluster", "list", "--kubeconfig", str(path))
+    assert code == EXIT_UNREACHABLE
+    line = _one_error_line(stderr)
+    assert "cannot reach manager https://127.0.0.1:" in line
+
+
+def test_an_unsafe_worker_kubeconfig_is_refused_before_connecting(tmp_path: Path) -> None:
+    worker = _manager_kubeconfig(6443)  # insecure-skip-tls-verify: refused for a worker
+    path = tmp_path / "worker"
+    path.write_text(yaml.safe_dump(worker))
+    code, stdout, stderr = _invoke(
+        "cluster",
+        "add",
+        "worker-1",
+        "--kubeconfig-file",
+        str(path),
+        "--kubeconfig",
+        str(tmp_path / "no-manager-needed"),
+    )
+    assert code == EXIT_USAGE
+    assert "InsecureKubeConfig" in _one_error_line(stderr)
+    assert stdout == ""
+
+
+def test_a_file_that_is_not_a_job_is_refused_before_connecting(tmp_path: Path) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
+    for command in ("submit", "whatif"):
+        code, _, stderr = _invoke(command, str(path), "--kubeconfig", str(tmp_path / "none"))
+        assert code == EXIT_USAGE
+        assert "not a batch/v1 Job" in _one_error_line(stderr)
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, stderr = _invoke("submit", str(tmp_path / "missing.yaml"))
+    assert code == EXIT_USAGE
+    assert "cannot read" in _one_error_line(stderr)
+
+
+def test_explain_wants_namespace_and_name() -> None:
+    code, _, stderr = _invoke("explain", "just-a-name")
+    assert code == EXIT_USAGE
+    assert "NAMESPACE/NAME" in _one_error_line(stderr)
+    assert split_key("ml-jobs/heavy-job") == ("ml-jobs", "heavy-job")
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "text"),
+    [
+        (errors.Unreachable("manager https://m:6443: refused"), EXIT_UNREACHABLE, "cannot reach"),
+        (errors.from_status(401, {"message": "bad token"}), EXIT_UNREACHABLE, "credentials"),
+        (errors.from_status(403, {"message": "no"}), EXIT_FAILED, "RBAC"),
+        (
+            errors.from_status(
+                404, {"message": "the server could not find the requested resource"}
+            ),
+            EXIT_FAILED,
+            "CRDs installed",
+        ),
+        (errors.from_status(422, {"message": "spec.x: Invalid"}), EXIT_USAGE, "refused the object"),
+        (errors.from_status(500, {"message": "boom"}), EXIT_FAILED, "500"),
+    ],
+)
+def test_api_errors_map_to_exit_codes(error: errors.KubeError, code: int, text: str) -> None:
+    mapped = from_kube_error(error)
+    assert mapped.code == code
+    assert text in mapped.message
+    assert "\n" not in mapped.message
+
+
+def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from manager.cli.main import main; main()",
+            "workloads",
+            "-A",
+            "--kubeconfig",
+            str(tmp_path / "none"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == EXIT_USAGE
+    assert result.stdout == ""
+    _one_error_line(result.stderr)
