@@ -238,12 +238,12 @@ def load_yaml_documents(text: str, source: str) -> list[Any]:
 
 
 def console(*, stderr: bool = False) -> Console:
-    """A rich console on stdout (or stderr). Output that is not a terminal gets a wide page,
-    so that piped tables keep one row per line."""
+    """A rich console on stdout (or stderr). Text from clusters is printed literally (no
+    markup, no emoji codes). Output that is not a terminal gets a wide page, so that piped
+    tables keep one row per line."""
     probe = Console(stderr=stderr)
-    if probe.is_terminal:
-        return Console(stderr=stderr, highlight=False)
-    return Console(stderr=stderr, highlight=False, width=max(probe.width, 200))
+    width = None if probe.is_terminal else max(probe.width, 200)
+    return Console(stderr=stderr, highlight=False, markup=False, emoji=False, width=width)
 
 
 def warn(message: str) -> None:

@@ -42,7 +42,7 @@ async def _submit(target: Target, path: str, queue: str | None, wait: bool, time
             return
         with Progress(
             SpinnerColumn(finished_text="[green]✓[/]"),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             TimeElapsedColumn(),
             console=err,
             transient=True,

@@ -30,7 +30,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, wrap: str = 
 
 def render_text(renderable: Any, *, width: int = 200) -> str:
     """What a renderable prints, as plain text (for tests and logs)."""
-    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console = Console(
+        width=width,
+        record=True,
+        file=io.StringIO(),
+        color_system=None,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
     console.print(renderable)
     return console.export_text()
 

@@ -36,11 +36,7 @@ def queue_name(job: Obj) -> str | None:
     return ((job.get("metadata") or {}).get("labels") or {}).get(C.QUEUE_NAME_LABEL)
 
 
-def workload_key_for(job: Obj) -> str:
-    meta = job["metadata"]
-    prebuilt = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
-    name = prebuilt or ws.workload_name_for_job(meta["name"], meta.get("uid", ""))
-    return f"{meta['namespace']}/{name}"
+workload_key_for = ws.workload_key_for_job
 
 
 def job_finished(job: Obj) -> tuple[bool, bool, str] | None:

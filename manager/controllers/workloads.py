@@ -52,9 +52,7 @@ class WorkloadController:
 
     def _on_job_event(self, event: Event) -> None:
         # A job that stopped may let its evicted workload release quota.
-        meta = event.obj.get("metadata") or {}
-        name = ws.workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
-        key = f"{meta.get('namespace')}/{name}"
+        key = ws.workload_key_for_job(event.obj)
         wl = self.state.workloads.get(key)
         if wl is not None and ws.is_evicted(wl):
             self.queue.add(key)
@@ -166,7 +164,9 @@ class WorkloadController:
                 )
                 return None
             if not self.job_stopped(obj):
-                return None  # the Job controller suspends it; its event brings us back
+                # The Job controller suspends it and its event brings us back; a copy on a
+                # lost worker stops only with time, so look again in a while regardless.
+                return 1.0
             delay = self._requeue_delay(obj)
             now = time.time()
             requeue_at = now + delay if delay else None

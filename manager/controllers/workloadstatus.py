@@ -80,6 +80,14 @@ def workload_name_for_job(job_name: str, job_uid: str) -> str:
     return f"job-{job_name}"[:246] + f"-{job_uid[:5]}"
 
 
+def workload_key_for_job(job: Mapping[str, Any]) -> str:
+    """The Workload of a Job: the prebuilt one a MultiKueue manager named, else its own."""
+    meta = job.get("metadata") or {}
+    prebuilt = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+    name = prebuilt or workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
+    return f"{meta.get('namespace')}/{name}"
+
+
 def owner_job(obj: Mapping[str, Any]) -> str | None:
     """``namespace/name`` of the Job that owns this Workload, if one does."""
     meta = obj.get("metadata") or {}
@@ -90,6 +98,10 @@ def owner_job(obj: Mapping[str, Any]) -> str | None:
             and ref.get("controller")
         ):
             return f"{meta.get('namespace')}/{ref.get('name')}"
+    # A copy made by a MultiKueue manager: the Job (created later) names it, not the reverse.
+    job_name = (meta.get("annotations") or {}).get(C.JOB_NAME_ANNOTATION)
+    if job_name and (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL):
+        return f"{meta.get('namespace')}/{job_name}"
     return None
 
 

@@ -52,6 +52,10 @@ from manager.kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
+# Job status counters the worker omits when they drop to zero. Other fields (startTime) the
+# apiserver forbids removing from a running Job, and they are only ever replaced.
+_POD_COUNTERS = ("active", "ready", "terminating")
+
 
 @dataclass
 class Placement:
@@ -200,7 +204,7 @@ class Dispatcher:
             )
             if not present:
                 continue
-            if remote.connected or not self._may_run_there(remote, obj):
+            if remote.connected or self._may_run_there(remote, obj):
                 return False
         return True
 
@@ -219,14 +223,14 @@ class Dispatcher:
     def _lost_long_enough(self, remote: RemoteCluster, obj: Obj) -> bool:
         if remote.connected:
             return False
-        if remote.can_fence and self._failover_policy(obj) != "wait":
+        if remote.state.could_fence and self._failover_policy(obj) != "wait":
             return remote.surely_fenced()
         return remote.lost_for() >= self.settings.unfenced_worker_lost_timeout
 
     def _lost_remaining(self, remote: RemoteCluster, obj: Obj) -> float:
         now = time.monotonic()
         if (
-            remote.can_fence
+            remote.state.could_fence
             and self._failover_policy(obj) != "wait"
             and remote.state.fence_deadline
         ):
@@ -290,7 +294,7 @@ class Dispatcher:
             return await self._retry(obj, check, f"worker {cluster} is no longer registered")
         if not remote.connected:
             if self._lost_long_enough(remote, obj):
-                how = "fenced itself" if remote.can_fence else "timed out"
+                how = "fenced itself" if remote.state.could_fence else "timed out"
                 return await self._retry(
                     obj, check, f"worker {cluster} lost ({how}); moving the workload"
                 )
@@ -668,11 +672,27 @@ class Dispatcher:
             return
         # A merge patch only overwrites: fields the worker no longer reports (active: 0 is
         # omitted) must be removed explicitly, or a finished Job would keep active pods.
-        patch = {**{k: None for k in current if k not in status}, **status}
+        patch = {**{k: None for k in _POD_COUNTERS if k in current and k not in status}, **status}
+        if current.get("startTime"):
+            # The apiserver refuses to move startTime of a running Job: after a move to
+            # another worker the manager's Job keeps the time it first started.
+            patch.pop("startTime", None)
+        if all(current.get(k) == v for k, v in patch.items()):
+            return
         meta = job["metadata"]
-        with contextlib.suppress(errors.NotFound, errors.Conflict):
+        try:
             await self.state.api.patch(
                 R.JOBS, meta["name"], {"status": patch}, meta["namespace"], subresource="status"
+            )
+        except errors.NotFound:
+            return
+        except errors.Invalid as err:
+            log.warning(
+                "status of Job %s/%s not synced from %s: %s",
+                meta["namespace"],
+                meta["name"],
+                remote.name,
+                err.message,
             )
 
     async def _reset_job_status(self, obj: Obj) -> None:

@@ -181,8 +181,15 @@ class ClusterRegistry:
                 continue
             api.request_timeout = self.settings.request_timeout
             entry.remote = RemoteCluster(
-                name, api, self.settings, on_reconnect=self._reconnected, on_change=self._notify
+                name,
+                api,
+                self.settings,
+                on_reconnect=self._reconnected,
+                on_change=self._notify,
+                on_connectivity=self.on_connectivity,
             )
+            if self.on_remote is not None:
+                self.on_remote(entry.remote)
             entry.task = asyncio.create_task(entry.remote.run(), name=f"remote/{name}")
             self._notify()
 

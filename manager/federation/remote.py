@@ -49,6 +49,8 @@ class ConnectionState:
     """Monotonic time after which this worker has surely fenced our workloads."""
     last_renew_start: float | None = None
     renewals: int = 0
+    could_fence: bool = False
+    """Whether the worker's shim was alive when we lost it: only then will it fence."""
 
 
 @dataclass
@@ -63,6 +65,7 @@ class RemoteCluster:
     informers: dict[str, Informer] = field(default_factory=dict)
     shim_lease: lease.LeaseObserver = field(default_factory=lease.LeaseObserver)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _shim_renewals_seen: int = 0
 
     def __post_init__(self) -> None:
         origin = f"{C.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
@@ -103,14 +106,23 @@ class RemoteCluster:
 
     def _observe_shim(self) -> None:
         obj = self.informers["leases"].get(f"{self.settings.namespace}/{SHIM_HEARTBEAT_LEASE}")
+        before = self.shim_lease.record
         self.shim_lease.observe(lease.LeaseRecord.from_lease(obj) if obj else None)
+        if obj is not None and before is not None and self.shim_lease.record != before:
+            self._shim_renewals_seen += 1
 
     @property
     def can_fence(self) -> bool:
-        """True while kfed's worker shim runs there (its heartbeat Lease keeps changing)."""
+        """True while kfed's worker shim runs there: we have seen its heartbeat Lease renewed
+        (a Lease left by a shim that is gone proves nothing) and not expire since."""
         self._observe_shim()
         record = self.shim_lease.record
-        return record is not None and bool(record.holder) and not self.shim_lease.expired()
+        return (
+            self._shim_renewals_seen > 0
+            and record is not None
+            and bool(record.holder)
+            and not self.shim_lease.expired()
+        )
 
     def surely_fenced(self, now: float | None = None) -> bool:
         now = time.monotonic() if now is None else now
@@ -135,8 +147,8 @@ class RemoteCluster:
                     await self._connect()
                     backoff.reset()
                     await self._renew_until_failure()
-                except errors.KubeError as err:
-                    self._mark_lost(err)
+                except (errors.KubeError, TimeoutError) as err:
+                    self._mark_lost(err if str(err) else errors.Unreachable("request timed out"))
                 delay = backoff.next_delay()
                 self.state.attempts += 1
                 self.state.next_attempt = time.time() + delay
@@ -176,6 +188,7 @@ class RemoteCluster:
         first = self.state.lost_since is None
         if first:
             self.state.lost_since = now
+            self.state.could_fence = self.can_fence
         # No renewal is sent while lost: the last one that may have landed started at
         # last_renew_start; the shim has fenced by then + timeout + duration + grace.
         start = self.state.last_renew_start

@@ -106,6 +106,13 @@ class Informer:
                 delay = self.backoff.next_delay()
                 log.info("%r: %s; listing again in %.2fs", self, err, delay)
                 await asyncio.sleep(delay)
+            except Exception as err:  # never let a surprise end the watch for good
+                self._disconnected(err)
+                delay = self.backoff.next_delay()
+                log.exception(
+                    "%r: unexpected %s; listing again in %.2fs", self, type(err).__name__, delay
+                )
+                await asyncio.sleep(delay)
 
     def _disconnected(self, err: Exception) -> None:
         self.stats.errors += 1

@@ -86,7 +86,16 @@ class Cleanup:
     def run(self) -> None:
         for kube, res, name, namespace in reversed(self.items):
             with contextlib.suppress(errors.KubeError):
-                kube(lambda api, r=res, n=name, ns=namespace: api.delete(r, n, ns))
+                kube(_deleter(res, name, namespace))
+
+
+def _deleter(
+    res: Resource, name: str, namespace: str | None
+) -> Callable[[KubeApi], Awaitable[bool]]:
+    async def delete(api: KubeApi) -> bool:
+        return await api.delete(res, name, namespace)
+
+    return delete
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ with free quota in its flavor, runs there to completion, and its status comes ba
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -93,10 +94,10 @@ async def test_a_article_jobs_go_to_the_worker_with_their_gpu(article_bed: Bed) 
     assert ws.status_of(light)["clusterName"] == "worker-1"
     assert ws.status_of(heavy)["clusterName"] in ("worker-2", "worker-3")
 
-    for job in ("light-job", "heavy-job"):
+    for name in ("light-job", "heavy-job"):
         await wait_for(
-            lambda j=job: complete(api, j), timeout=60, what=f"manager Job {job} Complete"
-        )  # type: ignore[misc]
+            functools.partial(complete, api, name), timeout=60, what=f"manager Job {name} Complete"
+        )
 
     copies = {key: n for key, n in seen.items()}
     assert sorted(copies) == sorted(
@@ -170,10 +171,10 @@ async def test_b_a_full_worker_is_skipped_and_none_free_means_a_clear_wait(
     await api.create(R.JOBS, h100_job("waits"), NS)
 
     async def waiting_with_reason() -> str | None:
-        message = await check_message(api, "waits")
-        return message if "no worker can admit it now" in message else None
+        text = await check_message(api, "waits")
+        return text if "no worker can admit it now" in text else None
 
-    message = await wait_for(waiting_with_reason, timeout=30, what="a clear pending reason")
+    message: str = await wait_for(waiting_with_reason, timeout=30, what="a clear pending reason")
     assert "worker-2: insufficient nvidia.com/gpu in flavor h100: 1 requested, 0 free" in message
     assert "worker-3: insufficient nvidia.com/gpu in flavor h100" in message
     assert "worker-1: ClusterQueue gpu-cq has no flavor matching h100" in message

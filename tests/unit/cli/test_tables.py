@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from manager.cli.common import console
 from manager.cli.tables import age, amount, render_text, table
 
 
@@ -49,3 +50,15 @@ def test_a_table_has_one_row_per_line_and_upper_case_headers() -> None:
     assert lines[1].split() == ["worker-1", "True", "Connected"]
     assert lines[2].split()[:2] == ["worker-2", "False"]
     assert len(lines) == 3
+
+
+def test_text_from_clusters_is_printed_literally() -> None:
+    text = render_text(table(("message",), [("dial tcp [::1]:6443: [/] refused :smile:",)]))
+    assert "dial tcp [::1]:6443: [/] refused :smile:" in text
+
+
+def test_the_commands_console_prints_literally_and_wide(capsys: pytest.CaptureFixture[str]) -> None:
+    out = console()
+    out.print("Active=False: [/] broken :smile: " + "x" * 150)
+    printed = capsys.readouterr().out
+    assert printed == "Active=False: [/] broken :smile: " + "x" * 150 + "\n"
