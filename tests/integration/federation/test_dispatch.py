@@ -174,7 +174,8 @@ async def test_b_a_full_worker_is_skipped_and_none_free_means_a_clear_wait(
         text = await check_message(api, "waits")
         return text if "no worker can admit it now" in text else None
 
-    message: str = await wait_for(waiting_with_reason, timeout=30, what="a clear pending reason")
+    message = await wait_for(waiting_with_reason, timeout=30, what="a clear pending reason")
+    assert message is not None
     assert "worker-2: insufficient nvidia.com/gpu in flavor h100: 1 requested, 0 free" in message
     assert "worker-3: insufficient nvidia.com/gpu in flavor h100" in message
     assert "worker-1: ClusterQueue gpu-cq has no flavor matching h100" in message
