@@ -15,6 +15,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.federation import checkstatus
+from manager.federation.settings import DispatchMode
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -243,3 +244,23 @@ async def test_d_drain_moves_work_away_and_uncordon_restores(article_bed: Bed) -
             first,
             {"metadata": {"annotations": {C.MAINTENANCE_ANNOTATION: None}}},
         )
+
+
+async def test_all_at_once_copies_everywhere_and_keeps_one(article_bed: Bed) -> None:
+    """Upstream's AllAtOnce mode, for comparison: a copy on every worker, the first to admit
+    wins, the others are deleted before the Job is created on the winner."""
+    bed = article_bed
+    for worker in ("worker-1", "worker-2", "worker-3"):
+        await bed.start_shim(worker)
+    seen = record_copies(bed)
+    await bed.start_manager(mode=DispatchMode.ALL_AT_ONCE)
+    api = bed.manager_api
+    await api.create(R.JOBS, h100_job("everywhere", delay_ms=1000), NS)
+    wl = await wait_for(lambda: placed(api, "everywhere"), timeout=60, what="placed")
+    winner = ws.status_of(wl)["clusterName"]
+    await wait_for(lambda: complete(api, "everywhere"), timeout=60, what="complete")
+    assert bed.manager is not None
+    assert bed.manager.dispatcher.stats.remote_workloads_created == 3, "one copy per worker"
+    assert {w for (w, _key) in seen} == {"worker-1", "worker-2", "worker-3"}
+    assert bed.manager.dispatcher.stats.remote_jobs_created == 1, "the Job only on the winner"
+    assert winner in ("worker-2", "worker-3")

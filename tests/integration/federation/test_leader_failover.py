@@ -1,0 +1,179 @@
+"""Scenario E: two `python -m manager` replicas; the leader is killed with SIGKILL in the
+middle of 200 jobs; the standby takes over and every job completes exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from e2e.waiting import wait_for
+from manager.federation import webhookconfig
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from manager.kube.informer import Event, Informer
+from tests.integration.federation import article
+from tests.integration.federation.bed import Bed
+from tests.integration.federation.test_dispatch import h100_job
+
+pytestmark = pytest.mark.full
+NS = article.NS
+JOBS = 200
+
+
+@pytest.fixture
+async def article_bed(bed: Bed) -> AsyncIterator[Bed]:
+    await article.set_up(bed.fed, bed.manager_api, bed.worker_apis, only=("worker-2", "worker-3"))
+    # The global h100 quota as large as both workers together.
+    cq = await bed.manager_api.get(R.CLUSTER_QUEUES, "gpu-cq")
+    groups = cq["spec"]["resourceGroups"]
+    for flavor in groups[0]["flavors"]:
+        for resource in flavor["resources"]:
+            if resource["name"] == "nvidia.com/gpu":
+                resource["nominalQuota"] = 8
+    await bed.manager_api.patch(R.CLUSTER_QUEUES, "gpu-cq", {"spec": {"resourceGroups": groups}})
+    yield bed
+    await bed.stop_all()
+    await article.tear_down(bed.manager_api, bed.worker_apis)
+
+
+async def start_manager(
+    kubeconfig: Path, identity: str, *, webhook: bool
+) -> asyncio.subprocess.Process:
+    args = [
+        sys.executable,
+        "-m",
+        "manager",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--identity",
+        identity,
+        "--leader-lease-duration",
+        "4",
+        "--leader-renew-deadline",
+        "3",
+        "--leader-retry-period",
+        "0.5",
+        "--worker-lease-duration",
+        "20",
+        "--worker-lease-renew-period",
+        "1",
+        "--worker-request-timeout",
+        "2",
+        "--admission-timeout",
+        "10",
+        "--gc-interval",
+        "5",
+        "--log-level",
+        "INFO",
+    ]
+    if webhook:
+        args += [
+            "--webhook-host",
+            "127.0.0.1",
+            "--webhook-port",
+            "0",
+            "--register-webhook-host",
+            "127.0.0.1",
+        ]
+    else:
+        args += ["--no-webhook"]
+    log = open(kubeconfig.parent.parent / f"{identity}.log", "wb")  # noqa: SIM115
+    return await asyncio.create_subprocess_exec(*args, stdout=log, stderr=log)
+
+
+
+async def leader(api: KubeApi) -> str | None:
+    with contextlib.suppress(Exception):
+        lease = await api.get(R.LEASES, "kfed-manager-leader", "kueue-system")
+        return str(lease["spec"].get("holderIdentity") or "") or None
+    return None
+
+
+@pytest.mark.timeout(900)
+async def test_e_kill_the_leader_during_200_jobs_every_job_completes_once(article_bed: Bed) -> None:
+    bed = article_bed
+    for worker in ("worker-2", "worker-3"):
+        await bed.start_shim(worker)
+    # Succeeded pods per job, across workers, seen by watching the workers directly.
+    succeeded: dict[str, set[str]] = defaultdict(set)
+    clusters_of: dict[str, set[str]] = defaultdict(set)
+    pod_informers = []
+    for worker, wapi in bed.worker_apis.items():
+        informer = Informer(wapi, R.PODS, namespace=NS)
+
+        def on_pod(event: Event, worker: str = worker) -> None:
+            job = (event.obj["metadata"].get("labels") or {}).get("job-name")
+            if job and (event.obj.get("status") or {}).get("phase") in ("Running", "Succeeded"):
+                clusters_of[job].add(worker)
+            if job and (event.obj.get("status") or {}).get("phase") == "Succeeded":
+                succeeded[job].add(event.obj["metadata"]["uid"])
+
+        informer.subscribe(on_pod)
+        pod_informers.append(asyncio.create_task(informer.run()))
+
+    kubeconfig = bed.fed.kubeconfig("manager")
+    api = bed.manager_api
+    procs = {"m1": await start_manager(kubeconfig, "m1", webhook=True)}
+    try:
+        await wait_for(lambda: _is(leader(api), "m1"), timeout=30, what="m1 leads")
+        procs["m2"] = await start_manager(kubeconfig, "m2", webhook=False)
+        names = [f"j{i:03d}" for i in range(JOBS)]
+
+        async def submit(name: str) -> None:
+            await api.create(R.JOBS, h100_job(name, delay_ms=300), NS)
+
+        for start in range(0, JOBS, 20):
+            await asyncio.gather(*(submit(n) for n in names[start : start + 20]))
+
+        async def done_count() -> int:
+            jobs = (await api.list(R.JOBS, NS))["items"]
+            return sum(
+                1
+                for j in jobs
+                if any(
+                    c["type"] == "Complete" and c["status"] == "True"
+                    for c in (j.get("status") or {}).get("conditions") or []
+                )
+            )
+
+        async def progress() -> bool:
+            n = await done_count()
+            print("DONE", n, flush=True)
+            return n >= JOBS // 4
+
+        await wait_for(progress, timeout=240, interval=2, what="a quarter done")
+        procs["m1"].kill()  # SIGKILL: no release, no cleanup
+        await procs["m1"].wait()
+        await wait_for(lambda: _is(leader(api), "m2"), timeout=30, what="m2 takes over")
+        await wait_for(
+            lambda: _at_least(done_count(), JOBS),
+            timeout=600,
+            interval=1.0,
+            what="all jobs complete",
+        )
+        assert all(len(succeeded[n]) == 1 for n in names), {
+            n: len(succeeded[n]) for n in names if len(succeeded[n]) != 1
+        }
+        assert all(len(clusters_of[n]) == 1 for n in names), "a job ran on two workers"
+    finally:
+        for proc in procs.values():
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        for task in pod_informers:
+            task.cancel()
+        await webhookconfig.delete_webhook_configuration(api, "kfed-manager")
+
+
+async def _is(value: object, expected: str) -> bool:
+    return bool(await value == expected)  # type: ignore[misc]
+
+
+async def _at_least(value: object, minimum: int) -> bool:
+    return bool(await value >= minimum)  # type: ignore[misc]
