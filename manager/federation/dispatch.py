@@ -195,9 +195,13 @@ class Dispatcher:
         key = ws.key_of(obj)
         if self.multikueue_check(obj) is None:
             return True
+        if not self.registry.synced.is_set():
+            return False
         for entry in self.registry.clusters.values():
             remote = entry.remote
             if remote is None:
+                if entry.rejected is None:
+                    return False  # not connected yet: we cannot know what runs there
                 continue
             present = (
                 remote.workloads().get(key) is not None or self._remote_job(remote, obj) is not None
@@ -272,6 +276,11 @@ class Dispatcher:
         copies = self.copies(key)
         for cluster, remote_wl in copies.items():
             if ws.is_finished(remote_wl):
+                remote = self.registry.remote(cluster)
+                if checkstatus.check_state(obj, check)[0] != "Ready" and remote is not None:
+                    # It won and ran while nobody recorded it (a manager restart in between):
+                    # record the placement first, so the manager's Job can follow it.
+                    return await self._won(key, obj, check, remote, copies)
                 await self._finish_from(cluster, obj, remote_wl)
                 return None
         if ws.is_evicted(obj):
@@ -291,6 +300,8 @@ class Dispatcher:
         cluster = ws.status_of(obj).get("clusterName")
         remote = self.registry.remote(str(cluster)) if cluster else None
         if remote is None:
+            if cluster and self.registry.mk_clusters.get(str(cluster)) is not None:
+                return 1.0  # registered, its connection is being set up (e.g. after a restart)
             return await self._retry(obj, check, f"worker {cluster} is no longer registered")
         if not remote.connected:
             if self._lost_long_enough(remote, obj):

@@ -81,6 +81,9 @@ class ClusterRegistry:
         self.mk_configs = Informer(api, R.MULTIKUEUE_CONFIGS)
         self.secrets = Informer(api, R.SECRETS, namespace=settings.namespace)
         self._dirty = asyncio.Event()
+        self.synced = asyncio.Event()
+        """Set once every registered worker has been tried: before that, "not connected"
+        means "not known yet", not "lost"."""
         for informer in (self.mk_clusters, self.secrets):
             informer.subscribe(self._on_event)
         self.mk_configs.subscribe(lambda _: self._notify())
@@ -133,6 +136,9 @@ class ClusterRegistry:
             while True:
                 self._dirty.clear()
                 await self._sync()
+                if not self.synced.is_set():
+                    await self._first_connections()
+                    self.synced.set()
                 await self.write_status()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._dirty.wait(), timeout=1.0)
@@ -192,6 +198,19 @@ class ClusterRegistry:
                 self.on_remote(entry.remote)
             entry.task = asyncio.create_task(entry.remote.run(), name=f"remote/{name}")
             self._notify()
+
+    async def _first_connections(self) -> None:
+        """Give every worker one chance to connect before the dispatcher starts."""
+        deadline = asyncio.get_running_loop().time() + self.settings.request_timeout * 3 + 5
+        while asyncio.get_running_loop().time() < deadline:
+            pending = [
+                e
+                for e in self.clusters.values()
+                if e.remote is not None and not e.remote.connected and e.remote.state.attempts == 0
+            ]
+            if not pending:
+                return
+            await asyncio.sleep(0.1)
 
     async def _reconnected(self, remote: RemoteCluster) -> None:
         if self.on_reconnect is not None:

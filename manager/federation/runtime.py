@@ -47,6 +47,7 @@ class FederationController:
         ]
         try:
             await self.manager.synced.wait()
+            await self.registry.synced.wait()
             tasks += [
                 asyncio.create_task(
                     run_workers(
