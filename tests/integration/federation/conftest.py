@@ -13,6 +13,7 @@ from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from e2e.local.proxy import CuttableProxy
 from manager.kube.api import KubeApi
+from tests.integration.federation import article
 from tests.integration.federation.bed import Bed, register_workers
 
 
@@ -57,3 +58,14 @@ async def bed(
         await manager_api.close()
         for api in worker_apis.values():
             await api.close()
+
+
+@pytest.fixture
+async def article_bed(bed: Bed) -> AsyncIterator[Bed]:
+    """The bed with the article's queues on the manager and on all three workers."""
+    await article.set_up(
+        bed.fed, bed.manager_api, bed.worker_apis, only=("worker-1", "worker-2", "worker-3")
+    )
+    yield bed
+    await bed.stop_all()
+    await article.tear_down(bed.manager_api, bed.worker_apis)

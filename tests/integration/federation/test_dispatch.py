@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -25,16 +24,6 @@ from tests.integration.federation.bed import CHECK, Bed
 
 pytestmark = pytest.mark.full
 NS = article.NS
-
-
-@pytest.fixture
-async def article_bed(bed: Bed) -> AsyncIterator[Bed]:
-    await article.set_up(
-        bed.fed, bed.manager_api, bed.worker_apis, only=("worker-1", "worker-2", "worker-3")
-    )
-    yield bed
-    await bed.stop_all()
-    await article.tear_down(bed.manager_api, bed.worker_apis)
 
 
 def record_copies(bed: Bed) -> Counter[tuple[str, str]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -21,16 +20,6 @@ from tests.integration.federation.test_dispatch import complete, h100_job, place
 
 pytestmark = pytest.mark.full
 NS = article.NS
-
-
-@pytest.fixture
-async def article_bed(bed: Bed) -> AsyncIterator[Bed]:
-    await article.set_up(
-        bed.fed, bed.manager_api, bed.worker_apis, only=("worker-1", "worker-2", "worker-3")
-    )
-    yield bed
-    await bed.stop_all()
-    await article.tear_down(bed.manager_api, bed.worker_apis)
 
 
 async def running_pods(api: KubeApi, job: str) -> int:
