@@ -4,6 +4,7 @@ with free quota in its flavor, runs there to completion, and its status comes ba
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from collections import Counter
 from typing import Any
@@ -96,6 +97,8 @@ async def test_a_article_jobs_go_to_the_worker_with_their_gpu(article_bed: Bed) 
     assert all(n == 1 for n in copies.values()), f"a copy was created more than once: {copies}"
     assert bed.manager is not None
     assert bed.manager.dispatcher.stats.remote_workloads_created == 2
+    latencies = bed.manager.dispatcher.stats.dispatch_latencies
+    print(f"dispatch latency (manager reservation to remote admitted): {latencies}")
 
     async def copies_removed() -> bool:
         for wapi in bed.worker_apis.values():
@@ -253,3 +256,21 @@ async def test_all_at_once_copies_everywhere_and_keeps_one(article_bed: Bed) -> 
     assert {w for (w, _key) in seen} == {"worker-1", "worker-2", "worker-3"}
     assert bed.manager.dispatcher.stats.remote_jobs_created == 1, "the Job only on the winner"
     assert winner in ("worker-2", "worker-3")
+
+
+async def test_incremental_adds_workers_round_by_round(article_bed: Bed) -> None:
+    """Upstream's Incremental mode: workers in MultiKueueConfig order, ``incremental_step``
+    more each round. worker-1 (no h100) gets the first round alone; worker-2 the second."""
+    bed = article_bed
+    bed.settings = dataclasses.replace(
+        bed.settings, incremental_step=1, incremental_round_timeout=2.0
+    )
+    for worker in ("worker-1", "worker-2", "worker-3"):
+        await bed.start_shim(worker)
+    seen = record_copies(bed)
+    await bed.start_manager(mode=DispatchMode.INCREMENTAL)
+    api = bed.manager_api
+    await api.create(R.JOBS, h100_job("stepwise", delay_ms=500), NS)
+    wl = await wait_for(lambda: placed(api, "stepwise"), timeout=60, what="placed")
+    assert ws.status_of(wl)["clusterName"] == "worker-2"
+    assert {w for (w, _key) in seen} == {"worker-1", "worker-2"}, "worker-3's round never came"
