@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for cluster in fed:
             install_crds(cluster)
+        for worker in WORKER_GPUS:
+            nodes = fed.kubectl(worker, "get", "nodes", "-L", "gpu.model").stdout.strip()
+            print(f"-- {worker} ({fed.cluster(worker).server}):\n{nodes}")
         logs = fed.directory / "logs"
         for worker in ("worker-1", "worker-2"):
             proc = ManagedProcess(
