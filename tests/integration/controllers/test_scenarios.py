@@ -24,20 +24,8 @@ pytestmark = pytest.mark.full
 async def ns(api: KubeApi, unique: str) -> AsyncIterator[str]:
     name = f"sc-{unique}"
     await api.create(R.NAMESPACES, {"metadata": {"name": name}})
-    created: list[tuple[R.Resource, str]] = []
-    api_created = _Tracker(api, created)
     yield name
-    for res, obj_name in reversed(created):
-        await api.delete(res, obj_name)
     await api.delete(R.NAMESPACES, name)
-    del api_created
-
-
-class _Tracker:
-    """Remembers cluster-scoped objects a test created, to delete them afterwards."""
-
-    def __init__(self, api: KubeApi, created: list[tuple[R.Resource, str]]) -> None:
-        self.api, self.created = api, created
 
 
 async def create_cluster_scoped(
