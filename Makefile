@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 
-.PHONY: demo test lint unit integration binaries crds clean
+.PHONY: demo test lint unit integration binaries browser crds image kind clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ $(STAMP): pyproject.toml constraints.txt
 binaries:
 	bash e2e/binaries/build.sh >/dev/null
 
+## browser: Debian's chromium, for the dashboard test (headless)
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y --no-install-recommends chromium >/dev/null)
+
 ## lint: ruff, mypy (strict), import-linter layer contracts
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -27,13 +31,13 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 ## test: lint, then every test (unit + integration on real control planes)
-test: $(STAMP) binaries lint
+test: $(STAMP) binaries browser lint
 	$(BIN)/pytest
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
-integration: $(STAMP) binaries
+integration: $(STAMP) binaries browser
 	$(BIN)/pytest tests/integration
 
 ## demo: a full local federation (manager + 2 GPU workers), shown, then stopped
@@ -43,6 +47,16 @@ demo: $(STAMP) binaries
 ## crds: regenerate crds/ from the pydantic models
 crds: $(STAMP)
 	$(BIN)/kfed crds --output crds/
+	$(BIN)/kfed crds --output deploy/crds/
+
+IMAGE ?= kfed:0.1.0
+## image: the container image (manager, worker shim, kfed CLI); needs Docker
+image:
+	docker build -t $(IMAGE) .
+
+## kind: the article and a drill on kind clusters (needs Docker and kind)
+kind: $(STAMP)
+	$(BIN)/python -m e2e.kind all
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,11 +1,16 @@
-"""`make demo`: the article's story on a local federation.
+"""`make demo`: the quickstart, the article's story on a local federation, end to end.
 
-1. start a full manager and two full workers (worker-1: RTX A1000 nodes, worker-2: H100);
-2. install kfed's CRDs, start a worker shim per worker and the manager (with its webhook);
-3. register the workers with `kfed cluster add`;
-4. apply the article's queues (unchanged) on the manager, with the MultiKueue check, and
-   per-worker queues for the GPUs each worker has;
-5. submit the article's two jobs (unchanged) and show where each goes and that it completes.
+1. start a full manager and two full workers (worker-1: RTX A1000 nodes; worker-2: H100
+   nodes and one RTX A1000 node), and a local trace receiver;
+2. install kfed's CRDs, start a worker shim per worker and the manager (with its webhook,
+   metrics and dashboard), exporting traces over OTLP;
+3. apply the article's queues (unchanged) on the manager with the MultiKueue check, and
+   queues for the GPUs each worker has;
+4. register the workers with `kfed cluster add`, from their kubeconfigs;
+5. submit the article's two jobs (unchanged) and a burst of 20 more, and show each
+   placement as it happens, until all have completed;
+6. run a partition drill on worker-1 (`kfed drill partition`) and print its report;
+7. print the trace of one job, and where to find the dashboard, metrics, traces and logs.
 
 Everything it started is stopped at the end (``--keep`` leaves it running).
 """
@@ -13,7 +18,9 @@ Everything it started is stopped at the end (``--keep`` leaves it running).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -25,21 +32,33 @@ import yaml
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from e2e.local.process import ManagedProcess
+from e2e.otlp_sink import TraceSink, story
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "examples"
-WORKER_GPUS = {"worker-1": ("rtx-a1000", 2), "worker-2": ("h100", 4)}
+DEMO_NODES = Path(__file__).with_name("demo-nodes.yaml")
+NS = "ml-jobs"
+WORKER_GPUS: dict[str, dict[str, int]] = {
+    "worker-1": {"rtx-a1000": 2},
+    "worker-2": {"h100": 8, "rtx-a1000": 2},
+}
+"""GPUs per flavor in each worker's ClusterQueue (its nodes: e2e/demo-nodes.yaml)."""
+BURST = 20
 
 
-def worker_queues(flavor: str, gpus: int) -> list[dict[str, Any]]:
+def worker_queues(gpus: dict[str, int]) -> list[dict[str, Any]]:
     group = "kueue.x-k8s.io/v1beta2"
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-jobs"}},
+    flavors = [
         {
             "apiVersion": group,
             "kind": "ResourceFlavor",
             "metadata": {"name": flavor},
             "spec": {"nodeLabels": {"gpu.model": flavor}},
-        },
+        }
+        for flavor in gpus
+    ]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        *flavors,
         {
             "apiVersion": group,
             "kind": "ClusterQueue",
@@ -55,9 +74,10 @@ def worker_queues(flavor: str, gpus: int) -> list[dict[str, Any]]:
                                 "resources": [
                                     {"name": "cpu", "nominalQuota": 64},
                                     {"name": "memory", "nominalQuota": "512Gi"},
-                                    {"name": "nvidia.com/gpu", "nominalQuota": gpus},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": count},
                                 ],
                             }
+                            for flavor, count in gpus.items()
                         ],
                     }
                 ],
@@ -66,7 +86,7 @@ def worker_queues(flavor: str, gpus: int) -> list[dict[str, Any]]:
         {
             "apiVersion": group,
             "kind": "LocalQueue",
-            "metadata": {"name": "gpu-lq", "namespace": "ml-jobs"},
+            "metadata": {"name": "gpu-lq", "namespace": NS},
             "spec": {"clusterQueue": "gpu-cq"},
         },
     ]
@@ -89,8 +109,92 @@ MANAGER_CHECK = [
 ]
 
 
+def burst_job(index: int) -> dict[str, Any]:
+    """A small training job: one GPU of the given model, running 3-6 s on a kwok node."""
+    flavor = "rtx-a1000" if index % 2 else "h100"
+    resources = {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"burst-{index:02d}",
+            "namespace": NS,
+            "labels": {"kueue.x-k8s.io/queue-name": "gpu-lq"},
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "metadata": {
+                    "annotations": {
+                        "pod-complete.stage.kwok.x-k8s.io/delay": str(3000 + 150 * index)
+                    }
+                },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"gpu.model": flavor},
+                    "containers": [
+                        {
+                            "name": "train",
+                            "image": "nvidia/cuda:12.4.1-runtime-ubuntu22.04",
+                            "command": ["bash", "-lc", "nvidia-smi && sleep 5"],
+                            "resources": {"requests": resources, "limits": resources},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
 def step(message: str) -> None:
     print(f"\n== {message}", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Placements:
+    """Follows the manager's Workloads and prints each placement once, as it happens."""
+
+    def __init__(self, fed: LocalFederation) -> None:
+        self.fed = fed
+        self.started = time.monotonic()
+        self.placed: dict[str, str] = {}
+        self.completed: set[str] = set()
+
+    def poll(self) -> None:
+        out = self.fed.kubectl("manager", "get", "workloads", "-n", NS, "-o", "json").stdout
+        for wl in json.loads(out)["items"]:
+            meta = wl["metadata"]
+            job = (meta.get("annotations") or {}).get("kfed.io/job-name") or meta["name"]
+            status = wl.get("status") or {}
+            cluster = status.get("clusterName")
+            if cluster and job not in self.placed:
+                self.placed[job] = cluster
+                decision = json.loads(
+                    (meta.get("annotations") or {}).get("kfed.io/placement", "{}")
+                )
+                flavors = sorted(
+                    {
+                        f
+                        for psa in (status.get("admission") or {}).get("podSetAssignments") or []
+                        for f in (psa.get("flavors") or {}).values()
+                    }
+                )
+                print(
+                    f"   +{time.monotonic() - self.started:5.1f}s  {job:<10} -> {cluster:<9}"
+                    f" [{', '.join(flavors)}]  {decision.get('reason', '')}",
+                    flush=True,
+                )
+            finished = any(
+                c.get("type") == "Finished" and c.get("status") == "True"
+                for c in status.get("conditions") or []
+            )
+            if finished and job not in self.completed:
+                self.completed.add(job)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,12 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--name", default="demo")
     parser.add_argument("--keep", action="store_true", help="leave everything running")
+    parser.add_argument("--no-drill", action="store_true", help="skip the partition drill")
     args = parser.parse_args(argv)
 
-    fed = LocalFederation(args.name, workers=2, full=True)
+    fed = LocalFederation(args.name, workers=2, full=True, nodes_file=DEMO_NODES)
     step(f"starting local federation {args.name!r}: manager + 2 workers (full mode)")
     fed.up(progress=True)
     processes: list[ManagedProcess] = []
+    sink = TraceSink(fed.directory / "traces.jsonl").start()
     try:
         for cluster in fed:
             install_crds(cluster)
@@ -114,11 +220,25 @@ def main(argv: list[str] | None = None) -> int:
             nodes = fed.kubectl(worker, "get", "nodes", "-L", "gpu.model").stdout.strip()
             print(f"-- {worker} ({fed.cluster(worker).server}):\n{nodes}")
         logs = fed.directory / "logs"
-        for worker in ("worker-1", "worker-2"):
+        telemetry = {
+            **os.environ,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "500",  # export within half a second, for the demo
+        }
+        ports = {"manager": free_port(), **{w: free_port() for w in WORKER_GPUS}}
+        for worker in WORKER_GPUS:
             proc = ManagedProcess(
                 f"shim-{worker}",
-                [sys.executable, "-m", "worker_shim", "--kubeconfig", str(fed.kubeconfig(worker))],
+                [
+                    sys.executable,
+                    "-m",
+                    "worker_shim",
+                    "--kubeconfig",
+                    str(fed.kubeconfig(worker)),
+                    *("--metrics-host", "127.0.0.1", "--metrics-port", str(ports[worker])),
+                ],
                 logs / f"shim-{worker}.log",
+                env={**telemetry, "OTEL_SERVICE_NAME": f"kfed-shim-{worker}"},
             )
             proc.start()
             processes.append(proc)
@@ -130,14 +250,12 @@ def main(argv: list[str] | None = None) -> int:
                 "manager",
                 "--kubeconfig",
                 str(fed.kubeconfig("manager")),
-                "--webhook-host",
-                "127.0.0.1",
-                "--webhook-port",
-                "0",
-                "--register-webhook-host",
-                "127.0.0.1",
+                *("--webhook-host", "127.0.0.1", "--webhook-port", "0"),
+                *("--register-webhook-host", "127.0.0.1"),
+                *("--metrics-host", "127.0.0.1", "--metrics-port", str(ports["manager"])),
             ],
             logs / "manager.log",
+            env={**telemetry, "OTEL_SERVICE_NAME": "kfed-manager"},
         )
         manager.start()
         processes.append(manager)
@@ -148,16 +266,15 @@ def main(argv: list[str] | None = None) -> int:
         fed.kubectl("manager", "apply", "-f", str(SEED / "01-queues.yaml"))
         patch = '{"spec":{"admissionChecksStrategy":{"admissionChecks":[{"name":"multikueue"}]}}}'
         fed.kubectl("manager", "patch", "clusterqueue", "gpu-cq", "--type=merge", "-p", patch)
-        for worker, (flavor, gpus) in WORKER_GPUS.items():
-            fed.kubectl(
-                worker, "apply", "-f", "-", input=yaml.safe_dump_all(worker_queues(flavor, gpus))
-            )
-            print(f"   {worker}: ClusterQueue gpu-cq with {gpus} {flavor} GPUs")
+        for worker, gpus in WORKER_GPUS.items():
+            fed.kubectl(worker, "apply", "-f", "-", input=yaml.safe_dump_all(worker_queues(gpus)))
+            offer = ", ".join(f"{n} {flavor}" for flavor, n in gpus.items())
+            print(f"   {worker}: ClusterQueue gpu-cq with {offer} GPUs")
 
         kfed = str(Path(sys.executable).with_name("kfed"))
         on_manager = ["--kubeconfig", str(fed.kubeconfig("manager"))]
         for worker in WORKER_GPUS:
-            step(f"kfed cluster add {worker}")
+            step(f"kfed cluster add {worker} --kubeconfig-file <its kubeconfig>")
             subprocess.run(
                 [
                     kfed,
@@ -171,36 +288,89 @@ def main(argv: list[str] | None = None) -> int:
                 check=True,
             )
 
-        step("submitting the article's jobs (02-light-job.yaml, 03-heavy-job.yaml) to the manager")
+        step(
+            f"submitting the article's jobs (02-light-job.yaml, 03-heavy-job.yaml), unchanged, "
+            f"then a burst of {BURST} one-GPU jobs; placements as they happen:"
+        )
+        placements = Placements(fed)
         for manifest in ("02-light-job.yaml", "03-heavy-job.yaml"):
-            print(
-                "   " + fed.kubectl("manager", "apply", "-f", str(SEED / manifest)).stdout.strip()
-            )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            jobs = fed.kubectl(
-                "manager",
-                "get",
-                "jobs",
-                "-n",
-                "ml-jobs",
-                "-o",
-                'jsonpath={range .items[*]}{.status.succeeded}{"\\n"}{end}',
-            ).stdout.split()
-            if jobs.count("1") == 2:
-                break
-            time.sleep(1)
-        step("where each workload went (kfed workloads -A) and the manager's Jobs")
+            fed.kubectl("manager", "apply", "-f", str(SEED / manifest))
+        fed.kubectl(
+            "manager",
+            "apply",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all([burst_job(i) for i in range(1, BURST + 1)]),
+        )
+        deadline = time.monotonic() + 300
+        while len(placements.completed) < BURST + 2 and time.monotonic() < deadline:
+            placements.poll()
+            time.sleep(0.5)
+        print(
+            f"   {len(placements.completed)} of {BURST + 2} jobs completed in "
+            f"{time.monotonic() - placements.started:.0f}s "
+            "(the global quota admits 2 RTX A1000 and 4 H100 GPUs at a time)"
+        )
+        step("where each workload went (kfed workloads -A)")
         subprocess.run([kfed, "workloads", "-A", *on_manager], check=False)
-        print(fed.kubectl("manager", "get", "jobs", "-n", "ml-jobs").stdout)
+
+        if not args.no_drill:
+            step("a failover drill: kfed drill partition --cluster worker-1")
+            drill = subprocess.run(
+                [
+                    kfed,
+                    "drill",
+                    "partition",
+                    "--cluster",
+                    "worker-1",
+                    *on_manager,
+                    "--output",
+                    str(fed.directory),
+                ],
+                check=False,
+            )
+            print(f"   drill exit code: {drill.returncode} (0: passed, no double run)")
+
+        step("the trace of light-job, from submit to finish (manager and worker spans)")
+        wl = json.loads(fed.kubectl("manager", "get", "workloads", "-n", NS, "-o", "json").stdout)[
+            "items"
+        ]
+        light = next(
+            (
+                w
+                for w in wl
+                if (w["metadata"].get("annotations") or {}).get("kfed.io/job-name") == "light-job"
+            ),
+            None,
+        )
+        traceparent = ((light or {}).get("metadata", {}).get("annotations") or {}).get(
+            "kfed.io/traceparent", ""
+        )
+        if traceparent:
+            trace_id = traceparent.split("-")[1]
+            print(f"   trace {trace_id}")
+            print(story(sink.trace(trace_id)))
+
+        step("where to look")
+        print(f"   dashboard:  http://127.0.0.1:{ports['manager']}/dashboard")
+        print(f"   metrics:    http://127.0.0.1:{ports['manager']}/metrics (manager), ", end="")
+        print(", ".join(f"http://127.0.0.1:{ports[w]}/metrics ({w})" for w in WORKER_GPUS))
+        print(f"   traces:     {sink.path} (OTLP/HTTP receiver at {sink.endpoint})")
+        print(f"   logs:       {logs}")
+        print(f"   kubeconfig: python -m e2e kubeconfig --name {args.name} --cluster manager")
         if args.keep:
-            print(f"\nleft running; stop with: python -m e2e down --name {args.name}")
+            print(
+                f"\nleft running (the trace receiver stops with this process); "
+                f"stop with: python -m e2e down --name {args.name}"
+            )
             return 0
     except BaseException:
         for proc in processes:
             proc.stop()
         fed.down()
         raise
+    finally:
+        sink.stop()
     for proc in processes:
         proc.stop()
     fed.down()

@@ -20,11 +20,16 @@ from manager.controllers.settings import ControllerSettings
 from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
 from manager.federation.settings import DispatchMode, FederationSettings
+from manager.federation.webhookconfig import ServiceReference
 from manager.kube import errors
 from manager.kube import resources as R
-from manager.kube.api import KubeApi
+from manager.kube.api import KubeApi, running_in_cluster
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
-from manager.kube.process import configure_logging, run_until_signalled
+from manager.kube.process import run_until_signalled
+from manager.observability.server import ListenError, ObservabilityServer
+from manager.observability.sources import ManagerSource
+from manager.telemetry import tracing
+from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger("manager")
 
@@ -32,7 +37,9 @@ log = logging.getLogger("manager")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     d = FederationSettings()
     p = argparse.ArgumentParser(prog="python -m manager", description=__doc__)
-    p.add_argument("--kubeconfig", required=True, help="kubeconfig of the manager cluster")
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig of the manager cluster (default: the Pod's ServiceAccount)"
+    )
     p.add_argument("--context")
     p.add_argument("--namespace", default=d.namespace, help="Secrets of workers, leader Lease")
     p.add_argument("--origin", default=d.origin, help="origin label value on remote objects")
@@ -58,17 +65,43 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-webhook", action="store_true", help="do not serve the Job webhook")
     p.add_argument("--webhook-host", default="0.0.0.0")
     p.add_argument("--webhook-port", type=int, default=9443)
-    p.add_argument(
+    cert = p.add_mutually_exclusive_group()
+    cert.add_argument(
         "--webhook-cert-dir",
         type=Path,
-        help="tls.crt/tls.key (and ca.crt) to serve with; generated when absent",
+        help="tls.crt/tls.key (and ca.crt) to serve with, e.g. a mounted cert-manager Secret; "
+        "reloaded when they change. Default: generated for this process",
     )
-    p.add_argument(
+    cert.add_argument(
+        "--webhook-cert-secret",
+        metavar="NAME",
+        help="share one generated serving certificate between replicas through this "
+        "kubernetes.io/tls Secret in --namespace (created by the first replica)",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--register-webhook-host",
         help="register the webhook by URL at this host (out-of-cluster managers, local test bed)",
     )
+    where.add_argument(
+        "--webhook-service",
+        metavar="NAME",
+        help="register the webhook by reference to this Service in --namespace (in-cluster)",
+    )
+    p.add_argument("--webhook-service-port", type=int, default=443)
+    p.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",
+        help="address of /healthz, /readyz, /metrics and /dashboard",
+    )
+    p.add_argument(
+        "--metrics-port", type=int, default=8080, help="their port; 0: any free port (logged)"
+    )
     p.add_argument("--log-level", default="INFO")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.kubeconfig is None and not running_in_cluster():
+        p.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
+    return args
 
 
 MODES = {
@@ -95,10 +128,9 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
 
 
 async def run(args: argparse.Namespace) -> None:
-    async with await KubeApi.from_kubeconfig_file(
-        args.kubeconfig, context=args.context, name="manager"
-    ) as api:
-        with contextlib.suppress(errors.AlreadyExists):
+    async with await KubeApi.connect(args.kubeconfig, context=args.context, name="manager") as api:
+        # Forbidden: deployed with a Role in its (existing) namespace only.
+        with contextlib.suppress(errors.AlreadyExists, errors.Forbidden):
             await api.create(R.NAMESPACES, {"metadata": {"name": args.namespace}})
         elector = LeaderElector(
             api,
@@ -112,30 +144,50 @@ async def run(args: argparse.Namespace) -> None:
             ),
         )
 
+        observed = ManagerSource(Metrics.for_process(), identity=args.identity, elector=elector)
+        server = ObservabilityServer(observed, args.metrics_host, args.metrics_port)
+        await server.start()  # first: a port already taken ends the process at once
+
         async def lead() -> None:
             log.info("%s leads: starting the federation", args.identity)
-            await FederationController(
-                api, settings_from(args), ControllerSettings(workers=args.workers)
-            ).run()
+            federation = FederationController(
+                api,
+                settings_from(args),
+                ControllerSettings(workers=args.workers),
+                metrics=observed.metrics,
+            )
+            observed.federation = federation
+            await federation.run()
 
-        parts = [elector.run(lead)]
+        parts = [elector.run(lead), server.run()]
         if not args.no_webhook:
             webhook = ManagerWebhook(
                 api,
                 host=args.webhook_host,
                 port=args.webhook_port,
                 cert_dir=args.webhook_cert_dir,
+                cert_secret=(
+                    (args.namespace, args.webhook_cert_secret) if args.webhook_cert_secret else None
+                ),
                 register_url_host=args.register_webhook_host,
+                service=(
+                    ServiceReference(
+                        args.namespace, args.webhook_service, port=args.webhook_service_port
+                    )
+                    if args.webhook_service
+                    else None
+                ),
             )
             parts.append(webhook.run())
-        done, pending = await asyncio.wait(
-            [asyncio.ensure_future(p) for p in parts], return_when=asyncio.FIRST_COMPLETED
-        )
-        for task in pending:
-            task.cancel()
-        for task in pending:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        tasks = [asyncio.ensure_future(p) for p in parts]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Also on SIGTERM: stop every part (the elector releases its Lease) while the
+            # API client is still open.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         for task in done:
             task.result()
         log.warning("leadership lost; exiting so a fresh process can take over")
@@ -143,6 +195,12 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging(args.log_level)
-    asyncio.run(run_until_signalled(run(args)))
+    provider = tracing.setup("kfed-manager", args.log_level)
+    try:
+        asyncio.run(run_until_signalled(run(args)))
+    except ListenError as err:
+        raise SystemExit(f"kfed manager: {err}") from None
+    finally:
+        if provider is not None:
+            provider.shutdown()  # flush the spans still batched
     return 0

@@ -18,11 +18,15 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from e2e import binaries
 from e2e.local.cluster import LocalCluster
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
+from manager.telemetry import tracing
 
 TESTS = Path(__file__).resolve().parent
 
@@ -126,3 +130,15 @@ def single_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
         yield fed.cluster("manager")
     finally:
         fed.down()
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Every span kfed records during this test (manager and in-process worker shims
+    alike), in memory: one exporter per test."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with tracing.use_provider(provider):
+        yield exporter
+    provider.shutdown()

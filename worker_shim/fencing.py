@@ -37,6 +37,11 @@ class FencingSettings:
     heartbeat_period: float = 2.0
     heartbeat_duration: int = 10
     check_period: float = 0.25
+    pod_grace_seconds: int = 1
+    """Termination grace of a fenced job's pods. Suspending the Job lets its pods take their
+    own grace (30 s unless set), longer than the manager waits before running the job
+    elsewhere; so the shim deletes them itself with this much grace, which the manager's
+    ``fence_grace`` covers."""
 
 
 class Fencing:
@@ -111,8 +116,10 @@ class Fencing:
             expired = self.expired_origins()
             for origin in expired - self.fenced:
                 log.warning("manager lease for origin %s expired: fencing its workloads", origin)
+                self.state.metrics.fencing_started(origin)
             for origin in self.fenced - expired:
                 log.info("manager lease for origin %s renewed again", origin)
+                self.state.metrics.fencing_ended(origin)
             self.fenced = expired
             if expired:
                 await self.fence(expired)
@@ -137,4 +144,32 @@ class Fencing:
                 count += 1
             except errors.KubeError as err:
                 log.warning("fencing %s/%s failed: %s", meta["namespace"], meta["name"], err)
+                continue
+            await self._stop_pods(meta["namespace"], meta["name"])
         return count
+
+    async def _stop_pods(self, namespace: str, workload: str) -> None:
+        """Delete the pods of the fenced workload's Job with a short grace period."""
+        for job in self.state.jobs.items():
+            jmeta = job["metadata"]
+            if (
+                jmeta.get("namespace") != namespace
+                or (jmeta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) != workload
+            ):
+                continue
+            try:
+                pods = await self.api.list(
+                    R.PODS,
+                    namespace,
+                    label_selector=f"batch.kubernetes.io/job-name={jmeta['name']}",
+                )
+                for pod in pods.get("items") or []:
+                    await self.api.delete(
+                        R.PODS,
+                        pod["metadata"]["name"],
+                        namespace,
+                        uid=pod["metadata"].get("uid"),
+                        grace_period_seconds=self.settings.pod_grace_seconds,
+                    )
+            except errors.KubeError as err:
+                log.warning("stopping the pods of fenced %s/%s: %s", namespace, workload, err)

@@ -13,8 +13,12 @@ import logging
 
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
-from manager.kube.api import KubeApi
-from manager.kube.process import configure_logging, run_until_signalled
+from manager.kube.api import KubeApi, running_in_cluster
+from manager.kube.process import run_until_signalled
+from manager.observability.server import ListenError, ObservabilityServer
+from manager.observability.sources import ShimSource
+from manager.telemetry import tracing
+from manager.telemetry.metrics import Metrics
 from worker_shim.fencing import Fencing, FencingSettings
 
 log = logging.getLogger("worker_shim")
@@ -22,7 +26,9 @@ log = logging.getLogger("worker_shim")
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m worker_shim", description=__doc__)
-    parser.add_argument("--kubeconfig", required=True, help="kubeconfig of the cluster to run on")
+    parser.add_argument(
+        "--kubeconfig", help="kubeconfig of the cluster to run on (default: the Pod's account)"
+    )
     parser.add_argument("--context", help="kubeconfig context (default: current)")
     parser.add_argument(
         "--workers", type=int, default=4, help="concurrent reconciles per controller"
@@ -37,21 +43,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="do not fence (behave like a worker without kfed's shim, e.g. upstream Kueue)",
     )
+    parser.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",
+        help="address of /healthz, /readyz, /metrics and /dashboard",
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, default=8080, help="their port; 0: any free port (logged)"
+    )
     parser.add_argument("--log-level", default="INFO")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.kubeconfig is None and not running_in_cluster():
+        parser.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
+    return args
 
 
 async def run(args: argparse.Namespace) -> None:
-    async with await KubeApi.from_kubeconfig_file(
-        args.kubeconfig, context=args.context, name="local"
-    ) as api:
-        controller = ClusterController(api, ControllerSettings(workers=args.workers))
+    async with await KubeApi.connect(args.kubeconfig, context=args.context, name="local") as api:
+        controller = ClusterController(
+            api,
+            ControllerSettings(workers=args.workers, role="worker"),
+            metrics=Metrics.for_process(),
+        )
+        server = ObservabilityServer(ShimSource(controller), args.metrics_host, args.metrics_port)
+        await server.start()  # first: a port already taken ends the process at once
         log.info(
             "worker shim starting on %s (fencing %s)",
-            args.kubeconfig,
+            args.kubeconfig or "its own cluster (in-cluster)",
             "off" if args.no_fencing else "on",
         )
-        parts = [controller.run()]
+        parts = [controller.run(), server.run()]
         if not args.no_fencing:
             parts.append(
                 Fencing(api, controller.state, FencingSettings(namespace=args.namespace)).run()
@@ -64,6 +85,12 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging(args.log_level)
-    asyncio.run(run_until_signalled(run(args)))
+    provider = tracing.setup("kfed-worker-shim", args.log_level)
+    try:
+        asyncio.run(run_until_signalled(run(args)))
+    except ListenError as err:
+        raise SystemExit(f"kfed worker shim: {err}") from None
+    finally:
+        if provider is not None:
+            provider.shutdown()  # flush the spans still batched
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from manager.cli import cluster, crds, submit, whatif, workloads
+from manager.cli import cluster, crds, drill, submit, whatif, workloads
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,3 +24,4 @@ main.add_command(submit.command)
 main.add_command(workloads.workloads_command)
 main.add_command(workloads.explain_command)
 main.add_command(whatif.command)
+main.add_command(drill.group)

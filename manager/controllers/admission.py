@@ -17,7 +17,9 @@ from typing import Any
 
 from manager import core
 from manager.api import constants as C
+from manager.controllers import conditions, spans
 from manager.controllers import workloadstatus as ws
+from manager.controllers.pendingstatus import PendingStatusWriter
 from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
 from manager.kube import errors
@@ -39,9 +41,16 @@ class AdmissionLoop:
         self._tasks: set[asyncio.Task[None]] = set()
         self.cycles = 0
         self.on_admit: list[AdmitHook] = []
+        self.pending_status = PendingStatusWriter(
+            state,
+            concurrency=settings.pending_status_concurrency,
+            qps=settings.pending_status_qps,
+            burst=settings.pending_status_burst,
+        )
 
     async def run(self) -> None:
         state = self.state
+        self._spawn(self.pending_status.run())
         try:
             while True:
                 timeout = None
@@ -52,7 +61,12 @@ class AdmissionLoop:
                     await asyncio.wait_for(state.changed.wait(), timeout)
                 state.changed.clear()
                 while True:
+                    started = time.perf_counter()
                     result = state.core.schedule(time.time())
+                    if result.evaluated:
+                        state.metrics.scheduling_cycle(
+                            admitted=len(result.admitted), seconds=time.perf_counter() - started
+                        )
                     self.cycles += 1
                     self._apply(result)
                     if not result.more:
@@ -88,7 +102,7 @@ class AdmissionLoop:
         for evict in result.evicted:
             self._spawn(self._evict(evict.workload, str(evict.reason), evict.message))
         for p in result.pending:
-            self._spawn(self._pending(p))
+            self.pending_status.report(p.workload, p.reason)
 
     async def _write(self, key: str, mutate: Mutate) -> dict[str, Any] | None:
         obj = self.state.workloads.get(key)
@@ -103,6 +117,7 @@ class AdmissionLoop:
         key = admit.workload
         checks = self.state.admission_check_names(admit.cluster_queue)
         core_ = self.state.core
+        base = self.state.workloads.get(key)
         try:
             written = await self._write(key, lambda o: ws.reserve(o, admit.admission, checks))
         except errors.KubeError as err:
@@ -117,26 +132,56 @@ class AdmissionLoop:
         core_.confirm(key)
         if not checks:
             core_.set_admitted(key)
-        self.state.workloads.cache[key] = written  # newer than the informer's copy, for now
+        self.state.workloads.remember_written(key, base, written)
+        waited = time.time() - queued_since(written)
+        self.state.metrics.quota_reserved(admit.cluster_queue, waited=waited)
+        if not checks:
+            self.state.metrics.admitted(admit.cluster_queue, waited=waited)
+        self._trace_admission(written, admit)
         for hook in self.on_admit:
             outcome = hook(key, admit)
             if outcome is not None:
                 await outcome
 
+    def _trace_admission(self, written: dict[str, Any], admit: core.Admit) -> None:
+        role = self.settings.role
+        spans.record(role, "queueing", written, start=queued_since(written))
+        spans.record(
+            role,
+            "admission",
+            written,
+            attributes=spans.admission_attributes(admit.admission, admit.borrowing),
+        )
+
     async def _evict(
         self, key: str, reason: str, message: str, *, preempted_reason: str | None = None
     ) -> None:
         try:
-            await self._write(
+            written = await self._write(
                 key, lambda o: ws.evict(o, reason, message, preempted_reason=preempted_reason)
             )
+            if written is not None:
+                self.state.metrics.evicted(cluster_queue_of(written), reason)
+                spans.record(
+                    self.settings.role,
+                    "eviction",
+                    written,
+                    attributes={"kueue.eviction.reason": reason, "kueue.eviction.message": message},
+                )
         except errors.KubeError as err:
             log.info("evicting %s failed (%s)", key, err)
             self.state.core.cancel_eviction(core.WorkloadKey(key))
             self.state.kick()
 
-    async def _pending(self, p: core.Pending) -> None:
-        try:
-            await self._write(p.workload, lambda o: ws.pending(o, p.reason))
-        except errors.KubeError as err:
-            log.debug("pending reason for %s not written: %s", p.workload, err)
+
+def queued_since(obj: dict[str, Any]) -> float:
+    """When a workload started waiting: its creation, or its last requeue after an eviction
+    (Kueue measures wait times from there)."""
+    requeued = conditions.find(ws.status_of(obj).get("conditions"), C.REQUEUED)
+    since = ws.parse_time(requeued.get("lastTransitionTime")) if requeued else None
+    return since or ws.creation_time(obj)
+
+
+def cluster_queue_of(obj: dict[str, Any]) -> str:
+    """The ClusterQueue a workload holds quota in (its admission), or ""."""
+    return str((ws.status_of(obj).get("admission") or {}).get("clusterQueue") or "")

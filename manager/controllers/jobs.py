@@ -20,6 +20,7 @@ import logging
 from typing import Any
 
 from manager.api import constants as C
+from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.kube import errors
@@ -27,6 +28,7 @@ from manager.kube import resources as R
 from manager.kube.informer import Event
 from manager.kube.update import patch_guarded
 from manager.kube.workqueue import WorkQueue
+from manager.telemetry import tracing
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -53,8 +55,10 @@ def job_finished(job: Obj) -> tuple[bool, bool, str] | None:
 
 
 class JobController:
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, *, role: str = "manager") -> None:
         self.state = state
+        self.role = role
+        """Whose spans this controller records: the manager's or a worker's (see spans)."""
         self.queue = WorkQueue(name="jobs")
         state.jobs.subscribe(self._on_job)
         state.workloads.subscribe(self._on_workload)
@@ -82,6 +86,10 @@ class JobController:
         if job is None or not queue_name(job):
             return None
         wl = self.state.workloads.get(workload_key_for(job))
+        with tracing.workload_context(wl):
+            return await self._reconcile(job, wl)
+
+    async def _reconcile(self, job: Obj, wl: Obj | None) -> float | None:
         finished = job_finished(job)
         if wl is None:
             if finished is None:
@@ -91,13 +99,15 @@ class JobController:
             return None
         if finished is not None:
             _, succeeded, message = finished
-            await patch_guarded(
+            written = await patch_guarded(
                 self.state.api,
                 R.WORKLOADS,
                 wl,
                 lambda o: ws.finish(o, succeeded, message),
                 subresource="status",
             )
+            if written is not None:
+                self._trace_finish(job, written, succeeded, message)
             return None
         runnable = ws.is_admitted(wl) and not ws.is_evicted(wl) and ws.is_active(wl)
         suspended = bool((job.get("spec") or {}).get("suspend"))
@@ -109,6 +119,27 @@ class JobController:
         elif not runnable and not (job.get("status") or {}).get("startTime"):
             await self._restore(job, wl)
         return None
+
+    def _trace_finish(self, job: Obj, wl: Obj, succeeded: bool, message: str) -> None:
+        """A worker records how its copy ran; the manager records the end of the story."""
+        role, status = self.role, job.get("status") or {}
+        outcome = {"kfed.succeeded": succeeded, "kfed.message": message}
+        error = None if succeeded else message
+        if role == "manager":
+            cluster = ws.status_of(wl).get("clusterName")
+            spans.record(
+                role, "finish", wl, error=error, attributes={"kfed.cluster": cluster, **outcome}
+            )
+        else:
+            spans.record(
+                role,
+                "running",
+                wl,
+                start=status.get("startTime"),
+                end=status.get("completionTime"),
+                error=error,
+                attributes={"k8s.job.name": job["metadata"]["name"], **outcome},
+            )
 
     async def _keep_suspended(self, job: Obj) -> None:
         if not (job.get("spec") or {}).get("suspend"):
@@ -133,7 +164,10 @@ class JobController:
                 "name": name,
                 "namespace": namespace,
                 "labels": {C.JOB_UID_LABEL: meta.get("uid", "")},
-                "annotations": {C.JOB_NAME_ANNOTATION: meta["name"]},
+                "annotations": {
+                    C.JOB_NAME_ANNOTATION: meta["name"],
+                    tracing.TRACEPARENT_ANNOTATION: self._start_trace(job),
+                },
                 "ownerReferences": [
                     {
                         "apiVersion": "batch/v1",
@@ -179,6 +213,25 @@ class JobController:
             log.warning(
                 "cannot create a Workload for Job %s/%s: %s", namespace, meta["name"], err.message
             )
+
+    def _start_trace(self, job: Obj) -> str:
+        """The workload's trace starts with its submission (or joins the submitter's trace,
+        when the Job carries a traceparent of its own)."""
+        meta = job["metadata"]
+        attributes = {
+            tracing.ROLE_ATTRIBUTE: self.role,
+            "k8s.namespace.name": meta.get("namespace"),
+            "k8s.job.name": meta.get("name"),
+            "kueue.local_queue": queue_name(job),
+        }
+        if (meta.get("annotations") or {}).get(tracing.TRACEPARENT_ANNOTATION):
+            tracing.record(
+                "submit", job, start=meta.get("creationTimestamp"), attributes=attributes
+            )
+            return tracing.traceparent_of(job)
+        return tracing.start_root(
+            "submit", start=meta.get("creationTimestamp"), attributes=attributes
+        )
 
     def _injected_template(self, job: Obj, wl: Obj) -> tuple[dict[str, Any], list[Any]]:
         """nodeSelector and tolerations the Job runs with under this admission."""

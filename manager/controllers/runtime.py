@@ -22,6 +22,7 @@ from manager.controllers.workloads import WorkloadController
 from manager.kube import errors
 from manager.kube.api import KubeApi
 from manager.kube.workqueue import QueueClosed, WorkQueue
+from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +58,18 @@ async def run_workers(queue: WorkQueue, reconcile: Reconcile, count: int) -> Non
 
 
 class ClusterController:
-    def __init__(self, api: KubeApi, settings: ControllerSettings | None = None) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        settings: ControllerSettings | None = None,
+        *,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.settings = settings or ControllerSettings()
-        self.state = ClusterState(api)
+        self.state = ClusterState(api, metrics=metrics)
         self.admission = AdmissionLoop(self.state, self.settings)
         self.workloads = WorkloadController(self.state, self.admission, self.settings)
-        self.jobs = JobController(self.state)
+        self.jobs = JobController(self.state, role=self.settings.role)
         self.queue_status = QueueStatusWriter(self.state, self.settings.status_period)
         self.synced = asyncio.Event()
 

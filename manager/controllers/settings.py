@@ -18,5 +18,14 @@ class ControllerSettings:
     requeue_max_seconds: float = 300.0
     write_concurrency: int = 32
     """Status writes in flight at once from one scheduling cycle."""
+    pending_status_concurrency: int = 4
+    pending_status_qps: float = 50.0
+    pending_status_burst: int = 100
+    """Writes of why a workload is pending (informational, coalesced per workload): a few at
+    a time and at most this many per second after a burst, so that under load they never
+    crowd out admissions and evictions (see pendingstatus.py)."""
+    role: str = "manager"
+    """``manager`` (global queues) or ``worker`` (a worker shim): names the spans this
+    cluster's controllers record in each workload's trace."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's manageJobsWithoutQueueName: off, so a Job without the label is left alone."""

@@ -24,13 +24,18 @@ from manager.controllers import convert
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.informer import Event, Informer
+from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 
 class ClusterState:
-    def __init__(self, api: KubeApi, *, watch_timeout: int = 290) -> None:
+    def __init__(
+        self, api: KubeApi, *, watch_timeout: int = 290, metrics: Metrics | None = None
+    ) -> None:
         self.api = api
+        self.metrics = metrics if metrics is not None else Metrics()
+        """Where this cluster's controllers record (one registry per process object)."""
         self.core = core.AdmissionCore()
         self.changed = asyncio.Event()
         """Set whenever something could let a pending workload in: the scheduler waits on it."""

@@ -19,9 +19,9 @@ import pydantic
 from manager import core
 from manager.api import constants as C
 from manager.api.workload import Workload
-from manager.controllers import convert
+from manager.controllers import convert, spans
 from manager.controllers import workloadstatus as ws
-from manager.controllers.admission import AdmissionLoop
+from manager.controllers.admission import AdmissionLoop, queued_since
 from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
 from manager.kube import errors
@@ -29,8 +29,11 @@ from manager.kube import resources as R
 from manager.kube.informer import Event
 from manager.kube.update import Mutate, patch_guarded
 from manager.kube.workqueue import WorkQueue
+from manager.telemetry import tracing
 
 log = logging.getLogger(__name__)
+
+IN_FLIGHT_RECHECK_SECONDS = 0.2
 
 
 class WorkloadController:
@@ -90,7 +93,7 @@ class WorkloadController:
         except errors.NotFound:
             return None
         if written is not None:
-            self.state.workloads.cache[ws.key_of(written)] = written
+            self.state.workloads.remember_written(ws.key_of(written), obj, written)
         return written
 
     def _requeue_delay(self, obj: dict[str, Any]) -> float | None:
@@ -102,17 +105,26 @@ class WorkloadController:
 
     async def reconcile(self, key: str) -> float | None:
         """Returns seconds after which to look again, or None."""
+        with tracing.workload_context(self.state.workloads.get(key)):
+            return await self._reconcile(key)
+
+    async def _reconcile(self, key: str) -> float | None:
         state, core_ = self.state, self.state.core
         wkey = core.WorkloadKey(key)
         if key in self.admission.in_flight:
-            return None  # its admission write will bring a fresh event
+            # Events that arrive while its admission is being written are not lost: look
+            # again once the write is likely done.
+            return IN_FLIGHT_RECHECK_SECONDS
         obj = state.workloads.get(key)
         if obj is None:
             core_.delete_workload(wkey)
             state.kick()
             return None
         if ws.is_finished(obj) or obj["metadata"].get("deletionTimestamp"):
+            held = core_.admission(wkey)
             if core_.finish(wkey):
+                if held is not None and ws.is_finished(obj):
+                    state.metrics.finished(held.cluster_queue)
                 state.kick()
             return None
         try:
@@ -159,9 +171,11 @@ class WorkloadController:
 
         if ws.is_evicted(obj) or not ws.is_active(obj):
             if not ws.is_evicted(obj):
-                await self._write(
+                written = await self._write(
                     obj, lambda o: ws.evict(o, C.REASON_DEACTIVATED, "The workload is deactivated")
                 )
+                if written is not None:
+                    state.metrics.evicted(admission.cluster_queue, C.REASON_DEACTIVATED)
                 return None
             if not self.job_stopped(obj):
                 # The Job controller suspends it and its event brings us back; a copy on a
@@ -174,6 +188,15 @@ class WorkloadController:
                 await self._write(obj, lambda o: ws.release(o, requeue_at=requeue_at, now=now))
                 is not None
             ):
+                spans.record(
+                    self.settings.role,
+                    "requeue",
+                    obj,
+                    attributes={
+                        "kueue.requeue_at": requeue_at,
+                        "kueue.eviction.reason": _evicted_reason(obj),
+                    },
+                )
                 if core_.workload_state(wkey) is None:
                     core_.add_admitted(
                         convert.workload(
@@ -213,20 +236,32 @@ class WorkloadController:
                 for c in ws.status_of(obj).get("admissionChecks") or []
                 if c.get("state") == "Retry"
             )
-            await self._write(
-                obj,
-                lambda o: ws.evict(
-                    o,
-                    C.REASON_EVICTED_BY_ADMISSION_CHECK,
-                    f"At least one admission check is false: {message}",
-                ),
-            )
+            reason = f"At least one admission check is false: {message}"
+            if (
+                await self._write(
+                    obj, lambda o: ws.evict(o, C.REASON_EVICTED_BY_ADMISSION_CHECK, reason)
+                )
+                is not None
+            ):
+                state.metrics.evicted(admission.cluster_queue, C.REASON_EVICTED_BY_ADMISSION_CHECK)
+                spans.record(
+                    self.settings.role,
+                    "eviction",
+                    obj,
+                    attributes={
+                        "kueue.eviction.reason": C.REASON_EVICTED_BY_ADMISSION_CHECK,
+                        "kueue.eviction.message": reason,
+                    },
+                )
             return None
         if any(s == "Rejected" for s in states.values()):
             await self._deactivate(obj)
             return None
-        if ws.is_admitted(obj) or await self._write(obj, ws.admit) is not None:
+        if ws.is_admitted(obj):
             core_.set_admitted(wkey)
+        elif await self._write(obj, ws.admit) is not None:
+            core_.set_admitted(wkey)
+            state.metrics.admitted(admission.cluster_queue, waited=time.time() - queued_since(obj))
         return None
 
     async def _deactivate(self, obj: dict[str, Any]) -> None:

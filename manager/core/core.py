@@ -41,7 +41,7 @@ from manager.core.model import (
     Workload,
     WorkloadKey,
 )
-from manager.core.queues import QueueManager
+from manager.core.queues import Location, QueueManager
 from manager.core.reasons import PendingReason
 from manager.core.scheduler import Scheduler
 from manager.core.views import (
@@ -355,6 +355,19 @@ class AdmissionCore:
     ) -> list[WorkloadKey]:
         """A ClusterQueue's pending workloads by queue position (Kueue's visibility API)."""
         return [entry.key for entry in self._queues.positions(name, limit)]
+
+    def pending_counts(self, name: ClusterQueueName) -> tuple[int, int]:
+        """(active, inadmissible) pending workloads of a ClusterQueue, split as Kueue's
+        kueue_pending_workloads metric splits them: inadmissible ones are parked, backing
+        off, or in a queue that cannot admit anything now."""
+        queue = self._queues.queues.get(name)
+        if queue is None:
+            return 0, 0
+        total = len(queue.members)
+        if queue.stopped_reason is not None:
+            return 0, total
+        active = sum(1 for e in queue.members.values() if e.location is Location.ACTIVE)
+        return active, total - active
 
     def next_requeue_at(self) -> float | None:
         return self._queues.next_requeue_at()

@@ -85,6 +85,24 @@ def _reserved(cq: Obj) -> dict[tuple[str, str], int]:
     return result
 
 
+def free_quota(worker: WorkerView) -> dict[tuple[str, str], int]:
+    """Free quota per (flavor, resource) summed over the worker's ClusterQueues: nominal
+    minus reserved minus what was sent there and not admitted yet, never below zero. What
+    the dashboard and the ``kfed_cluster_free_capacity`` gauge show."""
+    free: dict[tuple[str, str], int] = {}
+    for cq_name, cq in worker.cluster_queues.items():
+        reserved = _reserved(cq)
+        for flavor, resources in _quotas(cq).items():
+            for resource, nominal in resources.items():
+                left = (
+                    nominal
+                    - reserved.get((flavor, resource), 0)
+                    - worker.in_flight.get((cq_name, flavor, resource), 0)
+                )
+                free[(flavor, resource)] = free.get((flavor, resource), 0) + max(0, left)
+    return free
+
+
 def match_flavor(
     manager_flavor: str, manager_flavors: Mapping[str, Obj], worker: WorkerView, offered: list[str]
 ) -> str | None:

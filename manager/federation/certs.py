@@ -8,10 +8,16 @@ certificate for the names and IPs the apiserver dials. The CA's PEM is the ``caB
 Files use the key names of a ``kubernetes.io/tls`` Secret (``tls.crt``, ``tls.key``,
 ``ca.crt``), so a certificate mounted from a Secret (e.g. issued by cert-manager) serves the
 same way as a generated one. EC P-256 keys keep generation to milliseconds.
+
+Several manager replicas share one generated certificate through such a Secret
+(``secret_data``/``from_secret_data``); ``renewal_reason`` says when a stored one no longer
+fits (expiring, or not naming the hosts the apiserver dials).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import ipaddress
 import ssl
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -27,6 +34,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
 CA_FILE = "ca.crt"
+SECRET_TYPE = "kubernetes.io/tls"
 
 DEFAULT_VALIDITY = dt.timedelta(days=365)
 _CLOCK_SKEW = dt.timedelta(minutes=5)
@@ -35,7 +43,9 @@ _CLOCK_SKEW = dt.timedelta(minutes=5)
 
 @dataclass(frozen=True, slots=True)
 class ServingCertificate:
-    """A serving certificate, its key and the CA that signed it, all PEM, all in memory."""
+    """A serving certificate, its key and the CA that signed it, all PEM, all in memory.
+    ``ca_pem`` may be a bundle: during a renewal it also holds the previous CA, so replicas
+    still serving the previous certificate stay trusted."""
 
     ca_pem: bytes
     cert_pem: bytes
@@ -57,6 +67,27 @@ class ServingCertificate:
         (target / CERT_FILE).write_bytes(self.cert_pem)
         (target / CA_FILE).write_bytes(self.ca_pem)
         return target
+
+    def secret_data(self) -> dict[str, str]:
+        """The ``data`` of a ``kubernetes.io/tls`` Secret holding this certificate."""
+        pems = {CERT_FILE: self.cert_pem, KEY_FILE: self.key_pem, CA_FILE: self.ca_pem}
+        return {name: base64.b64encode(pem).decode() for name, pem in pems.items()}
+
+    @classmethod
+    def from_secret_data(cls, data: object) -> ServingCertificate:
+        """Read a Secret's ``data`` back; ValueError names what is missing or unreadable."""
+        if not isinstance(data, dict):
+            raise ValueError("the Secret has no data")
+        pems: dict[str, bytes] = {}
+        for name in (CERT_FILE, KEY_FILE, CA_FILE):
+            value = data.get(name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"the Secret has no {name}")
+            try:
+                pems[name] = base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError(f"the Secret's {name} is not valid base64") from None
+        return cls(ca_pem=pems[CA_FILE], cert_pem=pems[CERT_FILE], key_pem=pems[KEY_FILE])
 
 
 def generate_serving_certificate(
@@ -121,6 +152,66 @@ def generate_serving_certificate(
     )
 
 
+def renewal_reason(
+    certificate: ServingCertificate,
+    hosts: Sequence[str],
+    *,
+    margin: dt.timedelta,
+    now: dt.datetime | None = None,
+) -> str | None:
+    """Why ``certificate`` should be replaced before serving ``hosts`` (None: it is fine):
+    unreadable, key and certificate not a pair, expiring within ``margin``, not yet valid,
+    a host missing from its subject alternative names, or not signed by a CA of the bundle."""
+    moment = now or dt.datetime.now(dt.UTC)
+    try:
+        cert = x509.load_pem_x509_certificate(certificate.cert_pem)
+        key = serialization.load_pem_private_key(certificate.key_pem, password=None)
+        authorities = x509.load_pem_x509_certificates(certificate.ca_pem)
+    except ValueError as err:
+        return f"unreadable: {err}"
+    if cert.public_key() != key.public_key():
+        return "the key does not belong to the certificate"
+    if cert.not_valid_after_utc - margin <= moment:
+        return f"it expires at {cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
+    if cert.not_valid_before_utc > moment:
+        return f"it is valid only from {cert.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ}"
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return "it names no host"
+    covered = {str(n) for n in names.get_values_for_type(x509.DNSName)} | {
+        str(ip) for ip in names.get_values_for_type(x509.IPAddress)
+    }
+    missing = [h for h in hosts if _canonical(h) not in covered]
+    if missing:
+        return f"it does not name {', '.join(missing)}"
+    if not any(_issued_by(cert, ca) for ca in authorities):
+        return "no CA of its bundle issued it"
+    return None
+
+
+def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def unexpired_authorities(bundle: bytes, *, now: dt.datetime | None = None) -> bytes:
+    """The CA certificates of a PEM bundle that are still valid (empty if unreadable)."""
+    moment = now or dt.datetime.now(dt.UTC)
+    try:
+        authorities = x509.load_pem_x509_certificates(bundle)
+    except ValueError:
+        return b""
+    return b"".join(
+        ca.public_bytes(serialization.Encoding.PEM)
+        for ca in authorities
+        if ca.not_valid_after_utc > moment
+    )
+
+
 def write_serving_certificate(directory: Path | str, hosts: Sequence[str]) -> bytes:
     """Generate a serving certificate for ``hosts`` into ``directory``; return the CA bundle."""
     generated = generate_serving_certificate(hosts)
@@ -150,6 +241,13 @@ def _usage(*, cert_sign: bool) -> x509.KeyUsage:
         encipher_only=False,
         decipher_only=False,
     )
+
+
+def _canonical(host: str) -> str:
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
 
 
 def _alt_names(hosts: Sequence[str]) -> list[x509.GeneralName]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import quantity
-from manager.controllers import conditions
+from manager.controllers import conditions, spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.runtime import ClusterController
 from manager.federation import capacity, checkstatus, remoteobjects
@@ -49,12 +49,23 @@ from manager.kube.api import Obj
 from manager.kube.informer import Event
 from manager.kube.update import patch_guarded
 from manager.kube.workqueue import WorkQueue
+from manager.telemetry import tracing
+from manager.telemetry.metrics import FailoverReason
 
 log = logging.getLogger(__name__)
 
 # Job status counters the worker omits when they drop to zero. Other fields (startTime) the
 # apiserver forbids removing from a running Job, and they are only ever replaced.
 _POD_COUNTERS = ("active", "ready", "terminating")
+
+_FAILOVER_METRIC_REASON: dict[str, FailoverReason] = {
+    "lost": "lost",
+    "unregistered": "lost",
+    "drain": "drain",
+    "evicted": "evicted",
+    "vanished": "evicted",
+}
+"""``_retry`` reasons as the ``kfed_failovers_total`` reason label counts them."""
 
 
 @dataclass
@@ -255,6 +266,10 @@ class Dispatcher:
     # -- the reconcile -----------------------------------------------------------------
 
     async def reconcile(self, key: str) -> float | None:
+        with tracing.workload_context(self.state.workloads.get(key)):
+            return await self._reconcile(key)
+
+    async def _reconcile(self, key: str) -> float | None:
         obj = self.state.workloads.get(key)
         if obj is None:
             await self._delete_everywhere(key, None)
@@ -302,21 +317,25 @@ class Dispatcher:
         if remote is None:
             if cluster and self.registry.mk_clusters.get(str(cluster)) is not None:
                 return 1.0  # registered, its connection is being set up (e.g. after a restart)
-            return await self._retry(obj, check, f"worker {cluster} is no longer registered")
+            return await self._retry(
+                obj, check, f"worker {cluster} is no longer registered", reason="unregistered"
+            )
         if not remote.connected:
             if self._lost_long_enough(remote, obj):
                 how = "fenced itself" if remote.state.could_fence else "timed out"
                 return await self._retry(
-                    obj, check, f"worker {cluster} lost ({how}); moving the workload"
+                    obj, check, f"worker {cluster} lost ({how}); moving the workload", reason="lost"
                 )
             return self._lost_remaining(remote, obj)
         if self._maintenance(str(cluster)) == "drain":
             return await self._retry(
-                obj, check, f"worker {cluster} is draining; moving the workload"
+                obj, check, f"worker {cluster} is draining; moving the workload", reason="drain"
             )
         remote_wl = copies.get(str(cluster))
         if remote_wl is None:
-            return await self._retry(obj, check, f"the copy on worker {cluster} no longer exists")
+            return await self._retry(
+                obj, check, f"the copy on worker {cluster} no longer exists", reason="vanished"
+            )
         if (
             ws.is_evicted(remote_wl)
             or not ws.has_reservation(remote_wl)
@@ -325,14 +344,33 @@ class Dispatcher:
             why = (conditions.find(ws.status_of(remote_wl).get("conditions"), C.EVICTED) or {}).get(
                 "message"
             ) or "lost its quota there"
-            return await self._retry(obj, check, f"evicted on worker {cluster}: {why}")
+            return await self._retry(
+                obj, check, f"evicted on worker {cluster}: {why}", reason="evicted"
+            )
         await self._sync_job_status(remote, obj)
         return None
 
-    async def _retry(self, obj: Obj, check: str, message: str) -> float | None:
+    async def _retry(self, obj: Obj, check: str, message: str, *, reason: str) -> float | None:
+        """Give the workload back to the manager's queue, to be placed again (a failover
+        when its worker was lost, a move when it drains, a requeue when evicted there).
+        ``reason``: lost | drain | evicted | vanished | unregistered."""
         self.stats.retries += 1
         log.info("workload %s: %s", ws.key_of(obj), message)
-        await self._set_check(obj, check, "Retry", message)
+        if await self._set_check(obj, check, "Retry", message) is not None:
+            self.state.metrics.failover(
+                str(ws.status_of(obj).get("clusterName") or ""),
+                _FAILOVER_METRIC_REASON.get(reason, "lost"),
+            )
+            spans.record(
+                "manager",
+                "failover",
+                obj,
+                attributes={
+                    "kfed.failover.reason": reason,
+                    "kfed.failover.from_cluster": ws.status_of(obj).get("clusterName"),
+                    "kfed.failover.message": message,
+                },
+            )
         return None
 
     async def _set_check(
@@ -349,7 +387,7 @@ class Dispatcher:
         except errors.NotFound:
             return None
         if written is not None:
-            self.state.workloads.cache[ws.key_of(written)] = written
+            self.state.workloads.remember_written(ws.key_of(written), obj, written)
         return written
 
     # -- placing -------------------------------------------------------------------------
@@ -472,6 +510,7 @@ class Dispatcher:
                 # It may still admit and run it there: wait until it surely cannot.
                 self.placements[key] = placement
                 return self._lost_remaining(remote, obj)
+            self.state.metrics.failover(placement.cluster, "retry")
 
         candidates = self.candidates(obj, clusters)
         tried = self.tried.get(key, set())
@@ -499,9 +538,6 @@ class Dispatcher:
             time.monotonic() + self.settings.admission_timeout,
             best.reason,
         )
-        if not await self._create_copy(remote, obj):
-            del self.placements[key]
-            return 1.0
         decision = {
             "cluster": best.cluster,
             "reason": best.reason,
@@ -509,6 +545,22 @@ class Dispatcher:
             "candidates": [c.describe() for c in candidates],
             "at": time.time(),
         }
+        spans.record(
+            "manager",
+            "dispatch",
+            obj,
+            attributes={
+                "kfed.dispatch.mode": str(self.settings.dispatch_mode),
+                "kfed.cluster": best.cluster,
+                "kfed.dispatch.reason": best.reason,
+                "kfed.dispatch.rule": decision["rule"],
+                "kfed.dispatch.candidates": decision["candidates"],
+                "kfed.dispatch.tried_before": sorted(tried),
+            },
+        )
+        if not await self._create_copy(remote, obj):
+            del self.placements[key]
+            return 1.0
         await self._annotate(obj, decision)
         await self._set_check(
             obj,
@@ -547,11 +599,21 @@ class Dispatcher:
                 step, started = step + 1, time.monotonic()
             self.rounds[key] = (step, started)
             usable = usable[: step * self.settings.incremental_step]
-        for name in usable:
-            if name not in copies:
-                remote = self.registry.remote(name)
-                if remote is not None:
-                    await self._create_copy(remote, obj)
+        new = [n for n in usable if n not in copies]
+        if new:
+            spans.record(
+                "manager",
+                "dispatch",
+                obj,
+                attributes={
+                    "kfed.dispatch.mode": str(self.settings.dispatch_mode),
+                    "kfed.clusters": new,
+                },
+            )
+        for name in new:
+            remote = self.registry.remote(name)
+            if remote is not None:
+                await self._create_copy(remote, obj)
         await self._set_check(
             obj,
             check,
@@ -578,11 +640,21 @@ class Dispatcher:
         job = self._manager_job(obj)
         if job is not None and self._remote_job(remote, obj) is None:
             body = remoteobjects.remote_job(
-                job, workload_name=obj["metadata"]["name"], origin=self.settings.origin
+                job,
+                workload_name=obj["metadata"]["name"],
+                origin=self.settings.origin,
+                annotations={tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj)},
             )
             try:
                 await remote.api.create(R.JOBS, body, body["metadata"]["namespace"])
                 self.stats.remote_jobs_created += 1
+                self.state.metrics.remote_object_created(remote.name, "Job")
+                spans.record(
+                    "manager",
+                    "remote.create",
+                    obj,
+                    attributes={"kfed.cluster": remote.name, "k8s.kind": "Job"},
+                )
             except errors.AlreadyExists:
                 pass
         written = await self._set_check(
@@ -597,11 +669,27 @@ class Dispatcher:
             self.tried.pop(key, None)
             started = self.reserved_at.pop(key, None)
             if started is not None:
-                self.stats.dispatch_latencies.append(time.monotonic() - started)
+                latency = time.monotonic() - started
+                self.stats.dispatch_latencies.append(latency)
+                self.state.metrics.dispatch_done(remote.name, latency)
+                spans.record(
+                    "manager",
+                    "placement",
+                    written,
+                    start=time.time() - latency,
+                    attributes={
+                        "kfed.cluster": remote.name,
+                        "kfed.dispatch.latency_seconds": latency,
+                    },
+                )
         return None
 
     async def _create_copy(self, remote: RemoteCluster, obj: Obj) -> bool:
-        body = remoteobjects.remote_workload(obj, origin=self.settings.origin)
+        body = remoteobjects.remote_workload(
+            obj,
+            origin=self.settings.origin,
+            annotations={tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj)},
+        )
         namespace = body["metadata"]["namespace"]
         try:
             try:
@@ -610,6 +698,13 @@ class Dispatcher:
                 await remote.ensure_namespace(namespace)
                 await remote.api.create(R.WORKLOADS, body, namespace)
             self.stats.remote_workloads_created += 1
+            self.state.metrics.remote_object_created(remote.name, "Workload")
+            spans.record(
+                "manager",
+                "remote.create",
+                obj,
+                attributes={"kfed.cluster": remote.name, "k8s.kind": "Workload"},
+            )
             return True
         except errors.AlreadyExists:
             return True
@@ -630,8 +725,10 @@ class Dispatcher:
                     job = candidate
         with contextlib.suppress(errors.KubeError):
             if job is not None:
+                # Foreground: the Job stays (so this copy counts as still running) until its
+                # pods are gone, however long their termination grace.
                 await remote.api.delete(
-                    R.JOBS, job["metadata"]["name"], namespace, propagation="Background"
+                    R.JOBS, job["metadata"]["name"], namespace, propagation="Foreground"
                 )
             await remote.api.delete(R.WORKLOADS, name, namespace)
 

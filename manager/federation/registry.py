@@ -163,6 +163,7 @@ class ClusterRegistry:
             fingerprint = hashlib.sha256((text or "").encode() + repr(problem).encode()).hexdigest()
             if fingerprint == entry.fingerprint:
                 continue
+            previous = entry.remote
             await self._stop(entry)
             entry.fingerprint = fingerprint
             entry.rejected = problem
@@ -194,6 +195,8 @@ class ClusterRegistry:
                 on_change=self._notify,
                 on_connectivity=self.on_connectivity,
             )
+            if previous is not None:
+                entry.remote.carry_over(previous)
             if self.on_remote is not None:
                 self.on_remote(entry.remote)
             entry.task = asyncio.create_task(entry.remote.run(), name=f"remote/{name}")

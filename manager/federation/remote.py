@@ -51,6 +51,9 @@ class ConnectionState:
     renewals: int = 0
     could_fence: bool = False
     """Whether the worker's shim was alive when we lost it: only then will it fence."""
+    shim_alive_at_handover: bool = False
+    """The connection this one replaced (its Secret changed) saw the shim alive: if this one
+    fails before it ever connects, the worker can still fence."""
 
 
 @dataclass
@@ -124,6 +127,22 @@ class RemoteCluster:
             and not self.shim_lease.expired()
         )
 
+    def carry_over(self, previous: RemoteCluster) -> None:
+        """Take over what the previous connection to this worker knew (its Secret changed):
+        when the last renewal that may have landed there started, whether its shim can fence,
+        and an outage in progress. Losing the new connection is then judged like losing the
+        old one (fenced failover, not the unfenced timeout), and a worker that comes back
+        through it is cleaned up (``on_reconnect``) before renewals resume."""
+        old = previous.state
+        self.state.last_renew_start = old.last_renew_start
+        self.state.renewals = old.renewals
+        if old.lost_since is not None:
+            self.state.lost_since = old.lost_since
+            self.state.fence_deadline = old.fence_deadline
+            self.state.could_fence = old.could_fence
+        else:
+            self.state.shim_alive_at_handover = previous.can_fence
+
     def surely_fenced(self, now: float | None = None) -> bool:
         now = time.monotonic() if now is None else now
         return self.state.fence_deadline is not None and now >= self.state.fence_deadline
@@ -188,7 +207,7 @@ class RemoteCluster:
         first = self.state.lost_since is None
         if first:
             self.state.lost_since = now
-            self.state.could_fence = self.can_fence
+            self.state.could_fence = self.can_fence or self.state.shim_alive_at_handover
         # No renewal is sent while lost: the last one that may have landed started at
         # last_renew_start; the shim has fenced by then + timeout + duration + grace.
         start = self.state.last_renew_start

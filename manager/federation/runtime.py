@@ -18,6 +18,7 @@ from manager.federation.settings import FederationSettings
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +29,12 @@ class FederationController:
         api: KubeApi,
         settings: FederationSettings | None = None,
         controller_settings: ControllerSettings | None = None,
+        *,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings or FederationSettings()
-        self.manager = ClusterController(api, controller_settings)
+        self.manager = ClusterController(api, controller_settings, metrics=metrics)
+        self.metrics = self.manager.state.metrics
         self.registry = ClusterRegistry(api, self.settings)
         self.dispatcher = Dispatcher(self.manager, self.registry, self.settings)
         self.registry.on_reconnect = self.dispatcher.recover

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import aiohttp
 from kubernetes_asyncio import config
-from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import incluster_config
 
 from manager.kube import errors
 from manager.kube.backoff import retrying
@@ -36,6 +38,15 @@ _CONTENT_TYPES: dict[PatchKind, str] = {
 FIELD_MANAGER = "kfed"
 
 
+class InClusterConfigError(RuntimeError):
+    """Not in a Pod (or its ServiceAccount is not mounted): the message says what is missing."""
+
+
+def running_in_cluster(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the process looks like it runs in a Pod (kubelet sets this variable)."""
+    return bool((os.environ if environ is None else environ).get("KUBERNETES_SERVICE_HOST"))
+
+
 class KubeApi:
     def __init__(self, client: ApiClient, *, name: str = "", request_timeout: float = 15.0) -> None:
         self.client = client
@@ -48,6 +59,39 @@ class KubeApi:
     ) -> KubeApi:
         client = await config.new_client_from_config(config_file=str(path), context=context)
         return cls(client, name=name or str(context or path))
+
+    @classmethod
+    async def from_in_cluster(
+        cls,
+        *,
+        name: str = "in-cluster",
+        token_file: Path | str = incluster_config.SERVICE_TOKEN_FILENAME,
+        ca_file: Path | str = incluster_config.SERVICE_CERT_FILENAME,
+        environ: Mapping[str, str] | None = None,
+    ) -> KubeApi:
+        """The Pod's own ServiceAccount: the apiserver from ``KUBERNETES_SERVICE_HOST`` and
+        ``_PORT``, the CA and token kubelet mounts. The token is re-read from its file (kubelet
+        rotates bound tokens), so a long-running process never uses an expired one."""
+        configuration = Configuration()
+        try:
+            config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration,
+                token_filename=str(token_file),
+                cert_filename=str(ca_file),
+                environ=dict(os.environ if environ is None else environ),
+            )
+        except config.ConfigException as err:
+            raise InClusterConfigError(f"no in-cluster configuration: {err}") from None
+        return cls(ApiClient(configuration), name=name)
+
+    @classmethod
+    async def connect(
+        cls, kubeconfig: Path | str | None, *, context: str | None = None, name: str = ""
+    ) -> KubeApi:
+        """The kubeconfig file when one is given, else the Pod's ServiceAccount."""
+        if kubeconfig is None:
+            return await cls.from_in_cluster(name=name or "in-cluster")
+        return await cls.from_kubeconfig_file(kubeconfig, context=context, name=name)
 
     @classmethod
     async def from_kubeconfig_dict(
@@ -204,11 +248,15 @@ class KubeApi:
         *,
         propagation: str = "Background",
         uid: str | None = None,
+        grace_period_seconds: int | None = None,
     ) -> bool:
-        """Delete; False when it was already gone. ``uid`` makes it delete only that object."""
+        """Delete; False when it was already gone. ``uid`` makes it delete only that object;
+        ``grace_period_seconds`` shortens a pod's termination grace."""
         body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
         if uid:
             body["preconditions"] = {"uid": uid}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
         try:
             await self.request("DELETE", res.path(namespace, name), body=body)
         except errors.NotFound:

@@ -94,6 +94,15 @@ class Informer:
     def items(self) -> list[Obj]:
         return list(self.cache.values())
 
+    def remember_written(self, key: str, base: Obj | None, written: Obj) -> bool:
+        """Put an object we just wrote into the cache ahead of its watch event, unless an
+        event replaced ``base`` (what the write was computed from) meanwhile: that event is
+        our own write's or a newer one, and must not be overwritten with an older copy."""
+        if self.cache.get(key) is not base:
+            return False
+        self.cache[key] = written
+        return True
+
     async def run(self) -> None:
         """Run until cancelled. Never raises for API trouble: it reports it in ``stats``."""
         while True:

@@ -47,6 +47,9 @@ FAST_FENCING = FencingSettings(
     namespace=NAMESPACE, heartbeat_period=0.5, heartbeat_duration=3, check_period=0.1
 )
 FAST_CONTROLLERS = ControllerSettings(status_period=0.2, requeue_base_seconds=0.2)
+FAST_WORKER_CONTROLLERS = ControllerSettings(
+    status_period=0.2, requeue_base_seconds=0.2, role="worker"
+)
 
 
 def proxied_kubeconfig(fed: LocalFederation, worker: str, proxy: CuttableProxy) -> str:
@@ -129,7 +132,7 @@ class Bed:
 
     async def start_shim(self, worker: str, *, fencing: bool = True) -> ClusterController:
         api = self.worker_apis[worker]
-        shim = ClusterController(api, FAST_CONTROLLERS)
+        shim = ClusterController(api, FAST_WORKER_CONTROLLERS)
         self.shims[worker] = shim
         self._start(f"shim/{worker}", shim.run())
         if fencing:
@@ -140,12 +143,20 @@ class Bed:
         return shim
 
     async def start_manager(
-        self, *, mode: DispatchMode = DispatchMode.CAPACITY_AWARE, identity: str = "test-manager"
+        self,
+        *,
+        mode: DispatchMode = DispatchMode.CAPACITY_AWARE,
+        identity: str = "test-manager",
+        controller: FederationController | None = None,
     ) -> FederationController:
+        """Run a manager with the bed's fast settings, or ``controller`` as the test built it
+        (e.g. to watch it from before its informers synced)."""
         settings = FederationSettings(
             **{**_fields(self.settings), "dispatch_mode": mode, "manager_identity": identity}
         )
-        self.manager = FederationController(self.manager_api, settings, FAST_CONTROLLERS)
+        self.manager = controller or FederationController(
+            self.manager_api, settings, FAST_CONTROLLERS
+        )
         self._start("manager", self.manager.run())
         await asyncio.wait_for(self.manager.ready.wait(), 30)
         if self.webhook is None:

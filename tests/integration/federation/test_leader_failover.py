@@ -73,6 +73,10 @@ async def start_manager(
         "5",
         "--log-level",
         "INFO",
+        "--metrics-host",
+        "127.0.0.1",
+        "--metrics-port",
+        "0",
     ]
     if webhook:
         args += [

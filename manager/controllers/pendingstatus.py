@@ -1,0 +1,121 @@
+"""Why pending workloads wait, written to their status (QuotaReserved=False with a reason and
+a message, as Kueue writes it), off the admission path.
+
+Every scheduling cycle may give a new reason to each head it looks at, and under load the same
+workload gets a new message over and over ("... 3 available", then "... 1 available"). These
+writes only inform people, and each costs the API server a write and every watcher an event,
+so:
+
+- the latest reason per workload wins: one waiting to be written is written once, with what
+  is true when its turn comes;
+- a few at a time and at most ``qps`` per second (after a burst), so that they never crowd
+  out admissions and evictions, which are what the scheduler's progress depends on;
+- a workload that got quota (or went away) meanwhile is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from manager import core
+from manager.controllers import workloadstatus as ws
+from manager.controllers.state import ClusterState
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.update import patch_guarded
+from manager.kube.workqueue import QueueClosed, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+class Pacer:
+    """At most ``rate`` grants per second on average, with bursts of up to ``burst``."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self.burst = max(1, burst)
+        self._next = time.monotonic()
+
+    def delay(self) -> float:
+        """Take a grant; returns how long to wait before using it."""
+        if not self.interval:
+            return 0.0
+        now = time.monotonic()
+        self._next = max(self._next, now - (self.burst - 1) * self.interval)
+        wait = max(0.0, self._next - now)
+        self._next += self.interval
+        return wait
+
+
+class PendingStatusWriter:
+    def __init__(self, state: ClusterState, *, concurrency: int, qps: float, burst: int) -> None:
+        self.state = state
+        self.concurrency = max(1, concurrency)
+        self.queue = WorkQueue(name="pending-status")
+        self._latest: dict[str, core.PendingReason] = {}
+        self._pacer = Pacer(qps, burst)
+        self.written = 0
+        self.coalesced = 0
+
+    def report(self, key: str, reason: core.PendingReason) -> None:
+        if key in self._latest:
+            self.coalesced += 1  # replaced before it was written
+        self._latest[key] = reason
+        self.queue.add(key)
+
+    async def run(self) -> None:
+        try:
+            await asyncio.gather(*(self._worker() for _ in range(self.concurrency)))
+        finally:
+            self.queue.close()
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueClosed:
+                return
+            try:
+                await self._write(key)
+            finally:
+                self.queue.done(key)
+
+    async def _write(self, key: str) -> None:
+        reason = self._latest.pop(key, None)
+        if reason is None:
+            return
+        if not self._still_pending(key):
+            return
+        delay = self._pacer.delay()
+        if delay:
+            await asyncio.sleep(delay)
+            if not self._still_pending(key):
+                return
+        obj = self.state.workloads.get(key)
+        if obj is None:
+            return
+        try:
+            written = await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                obj,
+                lambda o: ws.pending(o, reason),
+                subresource="status",
+                attempts=2,
+            )
+        except errors.NotFound:
+            return
+        except errors.KubeError as err:
+            log.debug("pending reason for %s not written (%s); trying again", key, err)
+            self._latest.setdefault(key, reason)
+            self.queue.retry(key)
+            return
+        if written is not None:
+            self.written += 1
+            self.queue.forget(key)
+
+    def _still_pending(self, key: str) -> bool:
+        state = self.state.core.workload_state(core.WorkloadKey(key))
+        return state is core.WorkloadState.PENDING

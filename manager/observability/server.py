@@ -1,0 +1,153 @@
+"""The observability server of a manager or worker shim process (plain HTTP, aiohttp):
+
+- ``/healthz``: 200 while the process's event loop answers (liveness);
+- ``/readyz``: 200 once the process can do its work (its informers synced; on a manager,
+  leadership known), else 503 with the reason;
+- ``/metrics``: Prometheus' text format, from the process's own registry; the state gauges
+  are set from the in-memory views right before (see ``telemetry.metrics``);
+- ``/dashboard``: one self-contained page that refreshes itself from
+  ``/dashboard/state.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from aiohttp import web
+
+from manager.observability import dashboard
+from manager.observability.state import Snapshot, to_json
+from manager.telemetry.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+HEALTHZ, READYZ, METRICS, DASHBOARD = "/healthz", "/readyz", "/metrics", "/dashboard"
+STATE_JSON = "/dashboard/state.json"
+
+
+class Source(Protocol):
+    """What a process shows (see sources.py)."""
+
+    @property
+    def metrics(self) -> Metrics: ...
+
+    def readiness(self) -> tuple[bool, str]: ...
+
+    def refresh_metrics(self) -> None: ...
+
+    def snapshot(self) -> Snapshot: ...
+
+
+def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web.Application:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ready, why = source.readiness()
+        if ready:
+            return web.Response(text=f"ok: {why}\n")
+        return web.Response(status=503, text=f"not ready: {why}\n")
+
+    async def metrics(_: web.Request) -> web.Response:
+        source.refresh_metrics()
+        body, content_type = source.metrics.exposition()
+        response = web.Response(body=body)
+        response.headers["Content-Type"] = content_type
+        return response
+
+    async def page(_: web.Request) -> web.Response:
+        return web.Response(text=dashboard.PAGE, content_type="text/html", charset="utf-8")
+
+    async def state(_: web.Request) -> web.Response:
+        response = web.json_response(to_json(source.snapshot(), now=clock()))
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    async def to_page(_: web.Request) -> web.Response:
+        # The page fetches "state.json" relative to itself: serve it under /dashboard/.
+        raise web.HTTPFound(DASHBOARD + "/")
+
+    app = web.Application()
+    app.router.add_get(HEALTHZ, healthz)
+    app.router.add_get(READYZ, readyz)
+    app.router.add_get(METRICS, metrics)
+    app.router.add_get(DASHBOARD, to_page)
+    app.router.add_get(DASHBOARD + "/", page)
+    app.router.add_get(STATE_JSON, state)
+    app.router.add_get("/", to_page)
+    return app
+
+
+class ListenError(RuntimeError):
+    """The server cannot listen where it was asked to (port taken, address not local)."""
+
+
+class ObservabilityServer:
+    """``create_app(source)`` served on ``host:port``; ``port=0`` picks a free port, and
+    ``port`` holds the bound one once ``start()`` returned (it is logged)."""
+
+    def __init__(self, source: Source, host: str = "0.0.0.0", port: int = 8080) -> None:
+        self.source = source
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("the observability server is already running")
+        runner = web.AppRunner(create_app(self.source), access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self.port).start()
+        except OSError as err:
+            await runner.cleanup()
+            why = str(err.strerror or err).rsplit(": ", 1)[-1]  # e.g. "address already in use"
+            raise ListenError(
+                f"cannot listen on {self.host}:{self.port} for health, metrics and the "
+                f"dashboard: {why}"
+            ) from err
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+        log.info(
+            "health, metrics and dashboard on http://%s:%d (%s, %s, %s, %s)",
+            self.host,
+            self.port,
+            HEALTHZ,
+            READYZ,
+            METRICS,
+            DASHBOARD,
+        )
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def run(self) -> None:
+        """Serve until cancelled (starting first, unless ``start()`` was called already)."""
+        if self._runner is None:
+            await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+    async def __aenter__(self) -> ObservabilityServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()

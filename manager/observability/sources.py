@@ -1,0 +1,127 @@
+"""What each process shows on its observability server: readiness, the state gauges to set
+before a scrape, and the dashboard snapshot.
+
+- ``ManagerSource``: a manager replica. Only the leader runs the federation (and so has
+  views to show); a standby is ready once it knows who leads, and its dashboard says who.
+- ``ShimSource``: a worker shim: its own queues and workloads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from manager.controllers.runtime import ClusterController
+from manager.federation.runtime import FederationController
+from manager.kube.leader import LeaderElector
+from manager.observability.state import (
+    Snapshot,
+    cluster_rows,
+    queue_rows,
+    workload_rows,
+)
+from manager.telemetry.metrics import Metrics
+
+
+class ManagerSource:
+    def __init__(
+        self,
+        metrics: Metrics,
+        *,
+        identity: str,
+        elector: LeaderElector | None = None,
+        federation: FederationController | None = None,
+    ) -> None:
+        self.metrics = metrics
+        self.identity = identity
+        self.elector = elector
+        """None when the manager runs without leader election (the in-process test bed)."""
+        self.federation = federation
+        """Set by the leader once it starts the federation."""
+
+    @property
+    def is_leader(self) -> bool:
+        if self.elector is None:
+            return self.federation is not None
+        return self.elector.is_leader
+
+    @property
+    def leader(self) -> str | None:
+        if self.elector is None:
+            return self.identity if self.federation is not None else None
+        return self.elector.leader
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready once leadership is known and, on the leader, every informer has synced."""
+        elector = self.elector
+        if elector is not None:
+            if not elector.known.is_set():
+                return False, "leader election has not read its Lease yet"
+            if not elector.is_leader:
+                if elector.leader is None:
+                    return False, "no replica leads yet"
+                return True, f"standby: {elector.leader} leads"
+        federation = self.federation
+        if federation is None:
+            return False, "the federation is starting"
+        if not federation.ready.is_set():
+            return False, "informers are syncing"
+        return True, "leading: informers synced"
+
+    def refresh_metrics(self) -> None:
+        self.metrics.set_leader(self.identity, self.is_leader)
+        federation = self.federation
+        if federation is None or not federation.manager.synced.is_set():
+            return
+        self.metrics.set_cluster_queues(r.sample() for r in queue_rows(federation.manager.state))
+        self.metrics.set_clusters(r.sample() for r in cluster_rows(federation))
+
+    def snapshot(self) -> Snapshot:
+        ready, why = self.readiness()
+        base = Snapshot(
+            role="manager",
+            identity=self.identity,
+            ready=ready,
+            ready_reason=why,
+            is_leader=self.is_leader,
+            leader=self.leader,
+        )
+        federation = self.federation
+        if federation is None or not self.is_leader:
+            return base
+        state = federation.manager.state
+        return dataclasses.replace(
+            base,
+            clusters=cluster_rows(federation),
+            queues=queue_rows(state),
+            workloads=workload_rows(state, role="manager"),
+        )
+
+
+class ShimSource:
+    def __init__(self, controller: ClusterController, *, identity: str = "worker-shim") -> None:
+        self.controller = controller
+        self.metrics = controller.state.metrics
+        self.identity = identity
+
+    def readiness(self) -> tuple[bool, str]:
+        if not self.controller.synced.is_set():
+            return False, "informers are syncing"
+        return True, "informers synced"
+
+    def refresh_metrics(self) -> None:
+        if self.controller.synced.is_set():
+            self.metrics.set_cluster_queues(r.sample() for r in queue_rows(self.controller.state))
+
+    def snapshot(self) -> Snapshot:
+        ready, why = self.readiness()
+        state = self.controller.state
+        return Snapshot(
+            role="worker",
+            identity=self.identity,
+            ready=ready,
+            ready_reason=why,
+            is_leader=False,
+            leader=None,
+            queues=queue_rows(state),
+            workloads=workload_rows(state, role="worker"),
+        )

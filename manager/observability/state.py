@@ -1,0 +1,539 @@
+"""What the dashboard shows, and what the state gauges are set from: plain rows built from a
+process's in-memory views (informer caches, the admission core, the worker registry).
+
+Each row is derived by a pure function of the objects it reads (``queue_row``,
+``workload_row``), so the derivations can be checked on hand-made inputs; ``queue_rows``,
+``workload_rows`` and ``cluster_rows`` walk the live views of a process; ``to_json`` is the
+``/dashboard/state.json`` document.
+
+A workload's *reason* answers the question a person has about it: why it waits (the core's
+pending reason, the one ``kfed explain`` shows, live rather than as last written), why it is
+not admitted yet (its waiting admission check, e.g. "no worker can admit it now: ..."), or
+why it runs where it runs (the dispatch decision recorded in ``kfed.io/placement``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from manager import core
+from manager.api import constants as C
+from manager.api import quantity
+from manager.controllers import conditions
+from manager.controllers import workloadstatus as ws
+from manager.controllers.state import ClusterState
+from manager.federation import capacity
+from manager.federation.runtime import FederationController
+from manager.federation.settings import PLACEMENT_ANNOTATION
+from manager.telemetry.metrics import (
+    ClusterQueueSample,
+    QueueStatus,
+    QuotaSample,
+    WorkerClusterSample,
+)
+
+Obj = Mapping[str, Any]
+Role = Literal["manager", "worker"]
+
+PENDING, RESERVED, ADMITTED, FINISHED, EVICTED = (
+    "Pending",
+    "Reserved",
+    "Admitted",
+    "Finished",
+    "Evicted",
+)
+MAX_WORKLOADS = 500
+"""Rows sent to the page: unfinished workloads first; the counts always cover every one."""
+
+
+def natural(resource: str, units: int) -> float:
+    """Core units (milli-cores, bytes, devices) as Prometheus wants them: cores, bytes, devices."""
+    return float(quantity.from_core_units(resource, units).value)
+
+
+def human(resource: str, units: int) -> str:
+    return quantity.from_core_units(resource, units).canonical()
+
+
+def human_age(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 2 * 86400:
+        return f"{s // 3600}h{(s % 3600) // 60}m"
+    return f"{s // 86400}d"
+
+
+# -- queues ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One (flavor, resource) of a ClusterQueue, in core units."""
+
+    flavor: str
+    resource: str
+    nominal: int
+    reserved: int
+    """Held by every workload with a reservation (``flavorsReservation``)."""
+    usage: int
+    """Held by admitted workloads only (``flavorsUsage``)."""
+    borrowing_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    name: str
+    cohort: str
+    status: QueueStatus
+    message: str
+    pending_active: int
+    pending_inadmissible: int
+    reserving: int
+    admitted: int
+    quotas: tuple[Quota, ...] = ()
+
+    def sample(self) -> ClusterQueueSample:
+        return ClusterQueueSample(
+            name=self.name,
+            cohort=self.cohort,
+            status=self.status,
+            pending_active=self.pending_active,
+            pending_inadmissible=self.pending_inadmissible,
+            reserving=self.reserving,
+            admitted=self.admitted,
+            quotas=tuple(
+                QuotaSample(
+                    q.flavor,
+                    q.resource,
+                    nominal=natural(q.resource, q.nominal),
+                    usage=natural(q.resource, q.usage),
+                    borrowing_limit=None
+                    if q.borrowing_limit is None
+                    else natural(q.resource, q.borrowing_limit),
+                )
+                for q in self.quotas
+            ),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "cohort": self.cohort,
+            "status": self.status,
+            "message": self.message,
+            "pending_active": self.pending_active,
+            "pending_inadmissible": self.pending_inadmissible,
+            "reserving": self.reserving,
+            "admitted": self.admitted,
+            "quotas": [
+                {
+                    "flavor": q.flavor,
+                    "resource": q.resource,
+                    "nominal": human(q.resource, q.nominal),
+                    "reserved": human(q.resource, q.reserved),
+                    "usage": human(q.resource, q.usage),
+                    "borrowing_limit": None
+                    if q.borrowing_limit is None
+                    else human(q.resource, q.borrowing_limit),
+                }
+                for q in self.quotas
+            ],
+        }
+
+
+def _units(resource: str, raw: Any) -> int:
+    """A quantity of a spec in core units; 0 for one the apiserver should not have let in
+    (the queue is then reported invalid anyway): one bad spec never breaks a scrape."""
+    try:
+        return quantity.to_core_units(resource, raw)
+    except ValueError:
+        return 0
+
+
+def _totals(flavors: tuple[core.FlavorUsage, ...]) -> dict[tuple[str, str], int]:
+    return {(f.name, r.name): r.total for f in flavors for r in f.resources}
+
+
+def queue_row(
+    obj: Obj,
+    view: core.ClusterQueueStatus | None,
+    *,
+    pending: tuple[int, int] = (0, 0),
+    invalid: str | None = None,
+) -> QueueRow:
+    """A ClusterQueue as the dashboard and the gauges show it: its spec (cohort, quotas),
+    the core's view of it (counts, usage) and whether it can admit."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    active_condition = conditions.find((obj.get("status") or {}).get("conditions"), C.ACTIVE)
+    status: QueueStatus
+    if meta.get("deletionTimestamp"):
+        status, message = "terminating", "being deleted"
+    elif invalid:
+        status, message = "pending", invalid
+    elif view is None:
+        status, message = "pending", "not known to the admission core yet"
+    elif not view.active:
+        status, message = "pending", view.message
+    elif active_condition is not None and active_condition.get("status") == "False":
+        status, message = "pending", str(active_condition.get("message") or "")
+    else:
+        status, message = "active", view.message
+    reserved = _totals(view.flavors_reservation) if view else {}
+    used = _totals(view.flavors_usage) if view else {}
+    quotas = []
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for r in flavor.get("resources") or []:
+                name, key = str(r["name"]), (str(flavor["name"]), str(r["name"]))
+                limit = r.get("borrowingLimit")
+                quotas.append(
+                    Quota(
+                        flavor=key[0],
+                        resource=name,
+                        nominal=_units(name, r.get("nominalQuota", 0)),
+                        reserved=reserved.get(key, 0),
+                        usage=used.get(key, 0),
+                        borrowing_limit=None if limit is None else _units(name, limit),
+                    )
+                )
+    return QueueRow(
+        name=str(meta.get("name", "")),
+        cohort=str(spec.get("cohortName") or ""),
+        status=status,
+        message=message,
+        pending_active=pending[0],
+        pending_inadmissible=pending[1],
+        reserving=view.reserving if view else 0,
+        admitted=view.admitted if view else 0,
+        quotas=tuple(quotas),
+    )
+
+
+def queue_rows(state: ClusterState) -> list[QueueRow]:
+    rows = []
+    for obj in state.cluster_queues.items():
+        name = core.ClusterQueueName(str(obj["metadata"]["name"]))
+        rows.append(
+            queue_row(
+                obj,
+                state.core.cluster_queue_status(name),
+                pending=state.core.pending_counts(name),
+                invalid=state.invalid.get(f"ClusterQueue/{name}"),
+            )
+        )
+    return sorted(rows, key=lambda r: r.name)
+
+
+# -- workloads ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The dispatch decision recorded on a manager Workload (``kfed.io/placement``)."""
+
+    cluster: str
+    reason: str
+    rule: str
+    candidates: tuple[str, ...]
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRow:
+    namespace: str
+    name: str
+    queue: str
+    cluster_queue: str
+    flavors: tuple[str, ...]
+    cluster: str
+    """Where it runs (``status.clusterName``), or "X (nominated)" while being placed."""
+    state: str
+    created: float
+    reason: str
+    placement: Placement | None = None
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        data = asdict(self)
+        data["flavors"] = list(self.flavors)
+        data["age"] = human_age(now - self.created) if self.created else ""
+        if self.placement is not None:
+            data["placement"]["candidates"] = list(self.placement.candidates)
+        return data
+
+
+def state_of(obj: Obj) -> str:
+    """Finished, Evicted (and not back yet), Admitted, Reserved (quota held, checks pending)
+    or Pending: the states ``kfed workloads`` shows."""
+    # One pass over the conditions (as ws.is_finished & co. decide): it runs for every
+    # workload on each refresh.
+    status = ws.status_of(obj)
+    true = {c.get("type") for c in status.get("conditions") or () if c.get("status") == "True"}
+    if C.FINISHED in true:
+        return FINISHED
+    if C.EVICTED in true:
+        return EVICTED
+    if status.get("admission") and C.QUOTA_RESERVED in true:
+        return ADMITTED if C.ADMITTED in true else RESERVED
+    return PENDING
+
+
+def placement_of(obj: Obj) -> Placement | None:
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(PLACEMENT_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    at = data.get("at")
+    when = (
+        dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if isinstance(at, int | float)
+        else str(at or "")
+    )
+    return Placement(
+        cluster=str(data.get("cluster") or ""),
+        reason=str(data.get("reason") or ""),
+        rule=str(data.get("rule") or ""),
+        candidates=tuple(str(c) for c in data.get("candidates") or []),
+        at=when,
+    )
+
+
+def _flavors(obj: Obj) -> tuple[str, ...]:
+    found: list[str] = []
+    for psa in (ws.status_of(obj).get("admission") or {}).get("podSetAssignments") or []:
+        for flavor in (psa.get("flavors") or {}).values():
+            if str(flavor) not in found:
+                found.append(str(flavor))
+    return tuple(found)
+
+
+def _cluster(obj: Obj) -> str:
+    status = ws.status_of(obj)
+    if status.get("clusterName"):
+        return str(status["clusterName"])
+    nominated = status.get("nominatedClusterNames") or []
+    return f"{','.join(nominated)} (nominated)" if nominated else ""
+
+
+def _reason(
+    obj: Obj, current: str, pending_reason: str | None, placement: Placement | None, role: Role
+) -> str:
+    status = ws.status_of(obj)
+    conds = status.get("conditions")
+    if current == FINISHED:
+        finished = conditions.find(conds, C.FINISHED) or {}
+        return f"finished ({finished.get('reason', '')}): {finished.get('message', '')}"
+    if current == EVICTED:
+        evicted = conditions.find(conds, C.EVICTED) or {}
+        return (
+            f"evicted ({evicted.get('reason', '')}): {evicted.get('message', '')}; "
+            "it goes back to its queue"
+        )
+    if current == PENDING:
+        if not ws.is_active(obj):
+            return "deactivated (spec.active is false)"
+        if pending_reason:
+            return pending_reason
+        reserved = conditions.find(conds, C.QUOTA_RESERVED) or {}
+        return str(reserved.get("message") or "waiting for its turn in the queue")
+    if current == RESERVED:
+        for check in status.get("admissionChecks") or []:
+            if check.get("state") != "Ready":
+                return (
+                    f"quota reserved; admission check {check.get('name')} is "
+                    f"{check.get('state', 'Pending')}: {check.get('message') or 'no message yet'}"
+                )
+        return "quota reserved, being admitted"
+    where = status.get("clusterName")
+    if where:
+        if placement is not None and placement.cluster == where and placement.reason:
+            return f"runs on {where}: {placement.reason}"
+        return f"runs on {where}"
+    origin = ((obj.get("metadata") or {}).get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
+    if role == "worker":
+        return f"admitted here; placed by the manager of origin {origin}" if origin else "admitted"
+    return "admitted on the manager (its queue has no MultiKueue check)"
+
+
+def workload_row(
+    obj: Obj, *, pending_reason: str | None = None, role: Role = "manager"
+) -> WorkloadRow:
+    """A Workload as the dashboard lists it; ``pending_reason`` is the core's live answer to
+    "why does it wait?" (None when the core has none)."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    current = state_of(obj)
+    placement = placement_of(obj)
+    return WorkloadRow(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        queue=str(spec.get("queueName") or ""),
+        cluster_queue=str((ws.status_of(obj).get("admission") or {}).get("clusterQueue") or ""),
+        flavors=_flavors(obj),
+        cluster=_cluster(obj),
+        state=current,
+        created=ws.creation_time(obj),
+        reason=_reason(obj, current, pending_reason, placement, role),
+        placement=placement,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadList:
+    rows: list[WorkloadRow]
+    total: int
+    by_state: dict[str, int]
+
+
+def workload_rows(state: ClusterState, *, role: Role, limit: int = MAX_WORKLOADS) -> WorkloadList:
+    """The first ``limit`` workloads (unfinished first, then by namespace/name) as rows,
+    and counts by state over all of them. Only the rows shown are derived in full, so a
+    refresh stays cheap with tens of thousands of workloads."""
+    by_state: dict[str, int] = {}
+    order: list[tuple[bool, str]] = []  # (finished, "namespace/name"): atoms only, cheap to sort
+    cache = state.workloads.cache
+    for key, obj in cache.items():
+        current = state_of(obj)
+        by_state[current] = by_state.get(current, 0) + 1
+        order.append((current == FINISHED, key))
+    order.sort()
+    rows = []
+    for _, key in order[:limit]:
+        reason = state.core.pending_reason(core.WorkloadKey(key))
+        rows.append(
+            workload_row(cache[key], pending_reason=reason.message if reason else None, role=role)
+        )
+    return WorkloadList(rows, len(order), by_state)
+
+
+# -- worker clusters ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRow:
+    name: str
+    active: bool
+    reason: str
+    message: str
+    maintenance: str
+    """The ``kfed.io/maintenance`` annotation: "", "cordon" or "drain"."""
+    can_fence: bool
+    free: Mapping[tuple[str, str], int] | None
+    """(flavor, resource) -> free quota in core units; None while not connected."""
+    placing: int = 0
+    """Copies sent there and not admitted yet."""
+    running: int = 0
+    """Manager workloads placed there and not finished."""
+
+    def sample(self) -> WorkerClusterSample:
+        return WorkerClusterSample(
+            name=self.name,
+            active=self.active,
+            maintenance=self.maintenance,
+            free={k: natural(k[1], v) for k, v in (self.free or {}).items()},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "active": self.active,
+            "reason": self.reason,
+            "message": self.message,
+            "maintenance": self.maintenance,
+            "can_fence": self.can_fence,
+            "free": None
+            if self.free is None
+            else [
+                {"flavor": f, "resource": r, "free": human(r, v)}
+                for (f, r), v in sorted(self.free.items())
+            ],
+            "placing": self.placing,
+            "running": self.running,
+        }
+
+
+def cluster_rows(federation: FederationController) -> list[ClusterRow]:
+    registry, dispatcher = federation.registry, federation.dispatcher
+    running: dict[str, int] = {}
+    for obj in federation.manager.state.workloads.items():
+        where = ws.status_of(obj).get("clusterName")
+        if where and not ws.is_finished(obj):
+            running[str(where)] = running.get(str(where), 0) + 1
+    rows = []
+    names = sorted(
+        {*registry.clusters, *(o["metadata"]["name"] for o in registry.mk_clusters.items())}
+    )
+    for name in names:
+        entry = registry.clusters.get(name)
+        if entry is None:
+            active, reason, message = False, C.REASON_CLIENT_CONNECTION_FAILED, "Not started yet"
+        else:
+            active, reason, message = entry.condition()
+        remote = entry.remote if entry is not None else None
+        mk = registry.mk_clusters.get(name) or {}
+        rows.append(
+            ClusterRow(
+                name=name,
+                active=active,
+                reason=reason,
+                message=message,
+                maintenance=str(
+                    ((mk.get("metadata") or {}).get("annotations") or {}).get(
+                        C.MAINTENANCE_ANNOTATION, ""
+                    )
+                ),
+                can_fence=remote.can_fence if remote is not None else False,
+                free=capacity.free_quota(dispatcher.worker_view(remote, 0))
+                if remote is not None and remote.connected
+                else None,
+                placing=sum(1 for p in dispatcher.placements.values() if p.cluster == name),
+                running=running.get(name, 0),
+            )
+        )
+    return rows
+
+
+# -- the document ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one refresh of the dashboard shows."""
+
+    role: Role
+    identity: str
+    ready: bool
+    ready_reason: str
+    is_leader: bool
+    leader: str | None
+    """Who leads (manager replicas), when known."""
+    clusters: list[ClusterRow] = field(default_factory=list)
+    queues: list[QueueRow] = field(default_factory=list)
+    workloads: WorkloadList = field(default_factory=lambda: WorkloadList([], 0, {}))
+
+
+def to_json(snapshot: Snapshot, *, now: float) -> dict[str, Any]:
+    return {
+        "role": snapshot.role,
+        "identity": snapshot.identity,
+        "ready": snapshot.ready,
+        "ready_reason": snapshot.ready_reason,
+        "is_leader": snapshot.is_leader,
+        "leader": snapshot.leader,
+        "generated_at": dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "clusters": [c.to_json() for c in snapshot.clusters],
+        "queues": [q.to_json() for q in snapshot.queues],
+        "workloads": [w.to_json(now) for w in snapshot.workloads.rows],
+        "workloads_total": snapshot.workloads.total,
+        "workloads_by_state": snapshot.workloads.by_state,
+    }

@@ -1,0 +1,75 @@
+"""Every overlay of deploy/ is accepted by a real kube-apiserver: rendered by kubectl's
+kustomize and applied with a server-side dry run (schemas, RBAC objects, webhook
+configuration, Deployments...), the manager's on the lite manager cluster, the workers' on
+a lite worker.
+
+What a dry run cannot create on its own exists for real first: the namespaces the overlay
+declares (shared, fixed names, harmless to leave) and, for the cert-manager overlay,
+stand-ins for cert-manager's CRDs (tests/integration/deploy/data). kfed's own CRDs are
+already installed by the ``kueue_crds`` fixture; applying them again is part of the dry run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from e2e.local.federation import LocalFederation
+from tests.integration.deploy.manifests import OVERLAYS, Obj, Overlay, kubectl, render_text
+
+pytestmark = pytest.mark.integration
+
+CERT_MANAGER_CRDS = Path(__file__).parent / "data" / "cert-manager-crds.yaml"
+FIELD_MANAGER = "kfed-deploy-test"
+
+
+def apply(kubeconfig: Path, manifest: str, *, dry_run: bool) -> subprocess.CompletedProcess[str]:
+    argv = [
+        kubectl(),
+        f"--kubeconfig={kubeconfig}",
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        f"--field-manager={FIELD_MANAGER}",
+        "-f",
+        "-",
+    ]
+    if dry_run:
+        argv.insert(-2, "--dry-run=server")
+    return subprocess.run(
+        argv, input=manifest, capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def prerequisites(objects: list[Obj]) -> str:
+    """What must exist for real before the dry run: the overlay's namespaces, and the CRDs
+    of custom resources the overlay uses but does not define (cert-manager's)."""
+    namespaces = [o for o in objects if o["kind"] == "Namespace"]
+    text = yaml.safe_dump_all(namespaces)
+    if any(o["apiVersion"].startswith("cert-manager.io/") for o in objects):
+        text += "---\n" + CERT_MANAGER_CRDS.read_text()
+    return text
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=[o.path for o in OVERLAYS])
+def test_every_overlay_is_accepted_by_the_apiserver(
+    kueue_crds: LocalFederation, overlay: Overlay
+) -> None:
+    cluster = kueue_crds.cluster("manager" if overlay.cluster == "manager" else "worker-1")
+    manifest = render_text(overlay.directory)
+    objects = [o for o in yaml.safe_load_all(manifest) if o]
+
+    ready = apply(cluster.kubeconfig, prerequisites(objects), dry_run=False)
+    assert ready.returncode == 0, ready.stderr
+    if CERT_MANAGER_CRDS.read_text() in prerequisites(objects):
+        cluster.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "-f", str(CERT_MANAGER_CRDS)
+        )
+    result = apply(cluster.kubeconfig, manifest, dry_run=True)
+
+    assert result.returncode == 0, result.stderr
+    applied = [line for line in result.stdout.splitlines() if "(server dry run)" in line]
+    assert len(applied) == len(objects), result.stdout

@@ -1,0 +1,268 @@
+"""`kfed drill partition|outage|maintenance` against a live federation: the in-process
+manager and worker shims of the bed (fast settings), and the CLI as a real process (its
+blackhole listener and the bed's manager must not share an event loop).
+
+Every drill must end with every probe running elsewhere, no double run, the worker's Secret
+and maintenance state as they were, the worker Active again, no probe left anywhere, and the
+JSON report written."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.waiting import wait_for
+from manager.api import constants as C
+from manager.cli import drillbreak, drillprobes
+from manager.cli.drillbreak import DRILL_ANNOTATION
+from manager.cli.drillprobes import RUN_LABEL
+from manager.cli.registration import active_condition
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from tests.integration.federation import article
+from tests.integration.federation.bed import NAMESPACE, Bed
+
+pytestmark = pytest.mark.full
+KFED = str(Path(sys.executable).with_name("kfed"))
+
+
+async def kfed(bed: Bed, *args: str) -> tuple[int, str, str]:
+    """Run the kfed command against the bed's manager; (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        KFED,
+        *args,
+        "--kubeconfig",
+        str(bed.fed.kubeconfig("manager")),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def started(bed: Bed) -> None:
+    for worker in ("worker-1", "worker-2", "worker-3"):
+        await bed.start_shim(worker)
+    await bed.start_manager()
+
+    async def all_active() -> bool:
+        for worker in ("worker-1", "worker-2", "worker-3"):
+            condition = active_condition(await bed.manager_api.get(R.MULTIKUEUE_CLUSTERS, worker))
+            if condition is None or condition.get("status") != "True":
+                return False
+        return True
+
+    await wait_for(all_active, timeout=60, what="every worker Active")
+
+
+async def snapshot(api: KubeApi, cluster: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The worker's Secret data and its MultiKueueCluster's annotations."""
+    secret = await api.get(R.SECRETS, cluster, NAMESPACE)
+    mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, cluster)
+    return secret["data"], mk_cluster["metadata"].get("annotations") or {}
+
+
+async def assert_left_as_found(
+    bed: Bed, cluster: str, before: tuple[dict[str, Any], dict[str, str]]
+) -> None:
+    api = bed.manager_api
+    data, annotations = await snapshot(api, cluster)
+    assert data == before[0], "the worker's Secret holds its original kubeconfig again"
+    assert annotations == before[1], "the MultiKueueCluster's annotations are as they were"
+    secret = await api.get(R.SECRETS, cluster, NAMESPACE)
+    assert DRILL_ANNOTATION not in (secret["metadata"].get("annotations") or {})
+    condition = active_condition(await api.get(R.MULTIKUEUE_CLUSTERS, cluster))
+    assert condition is not None and condition["status"] == "True", condition
+    assert not (await api.list(R.JOBS, label_selector=RUN_LABEL))["items"], "probes removed"
+
+    async def no_copies_anywhere() -> bool:
+        for worker in bed.worker_apis.values():
+            if (await worker.list(R.JOBS, article.NS, label_selector=RUN_LABEL))["items"]:
+                return False
+        return True
+
+    await wait_for(no_copies_anywhere, timeout=60, what="no probe copy left on any worker")
+
+
+def read_report(directory: Path, kind: str, cluster: str) -> dict[str, Any]:
+    files = sorted(directory.glob(f"drill-{kind}-{cluster}-*.json"))
+    assert len(files) == 1, f"one JSON report in {directory}: {files}"
+    report: dict[str, Any] = json.loads(files[0].read_text())
+    return report
+
+
+def assert_moved_without_double_runs(report: dict[str, Any], cluster: str, probes: int) -> None:
+    assert report["double_runs"] == 0
+    assert report["moved"] == probes
+    assert report["passed"] is True and report["exit_code"] == 0
+    assert not report["problems"]
+    for probe in report["probes"]:
+        assert probe["moved_to"] and probe["moved_to"] != cluster
+        assert not probe["double_runs"]
+        # The order of a safe failover: it stopped on the broken cluster before it ran again.
+        assert probe["stopped"] is not None and probe["running_elsewhere"] is not None
+        assert probe["margin"] >= 0
+    assert report["restoration"]["active_again_after"] is not None
+    assert report["restoration"]["cleaned_after"] is not None
+    phases = {p["phase"]: p for p in report["phases"]}
+    assert phases["running elsewhere"]["reached"] == probes
+
+
+async def test_partition_moves_every_probe_once_and_restores_the_worker(
+    article_bed: Bed, tmp_path: Path
+) -> None:
+    bed = article_bed
+    await started(bed)
+    before = await snapshot(bed.manager_api, "worker-2")
+
+    code, out, err = await kfed(
+        bed,
+        "drill",
+        "partition",
+        "--cluster",
+        "worker-2",
+        "--probes",
+        "2",
+        "--timeout",
+        "90",
+        "--output",
+        str(tmp_path),
+    )
+    print(out, err)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "double runs: 0" in out and "result: PASS" in out
+
+    report = read_report(tmp_path, "partition", "worker-2")
+    assert report["flavor"] == "h100", "worker-2 and worker-3 share h100; worker-1 has none"
+    assert_moved_without_double_runs(report, "worker-2", 2)
+    assert all(p["moved_to"] == "worker-3" for p in report["probes"])
+    assert "connection(s) from the manager swallowed" in report["breaking"]
+    assert not any("never connected to the blackhole" in n for n in report["notes"])
+    await assert_left_as_found(bed, "worker-2", before)
+
+
+async def test_maintenance_drains_the_probes_and_uncordons(
+    article_bed: Bed, tmp_path: Path
+) -> None:
+    bed = article_bed
+    await started(bed)
+    before = await snapshot(bed.manager_api, "worker-3")
+
+    code, out, err = await kfed(
+        bed,
+        "drill",
+        "maintenance",
+        "--cluster",
+        "worker-3",
+        "--probes",
+        "2",
+        "--timeout",
+        "90",
+        "--output",
+        str(tmp_path / "maintenance.json"),
+    )
+    print(out, err)
+    assert code == 0, err
+    report = json.loads((tmp_path / "maintenance.json").read_text())
+    assert_moved_without_double_runs(report, "worker-3", 2)
+    assert all(p["moved_to"] == "worker-2" for p in report["probes"])
+    mk_cluster = await bed.manager_api.get(R.MULTIKUEUE_CLUSTERS, "worker-3")
+    assert C.MAINTENANCE_ANNOTATION not in (mk_cluster["metadata"].get("annotations") or {})
+    await assert_left_as_found(bed, "worker-3", before)
+
+
+async def test_outage_moves_every_probe_once_and_restores_the_worker(
+    article_bed: Bed, tmp_path: Path
+) -> None:
+    bed = article_bed
+    await started(bed)
+    before = await snapshot(bed.manager_api, "worker-3")
+
+    code, out, err = await kfed(
+        bed,
+        "drill",
+        "outage",
+        "--cluster",
+        "worker-3",
+        "--probes",
+        "1",
+        "--timeout",
+        "90",
+        "--output",
+        str(tmp_path),
+    )
+    print(out, err)
+    assert code == 0, err
+    report = read_report(tmp_path, "outage", "worker-3")
+    assert_moved_without_double_runs(report, "worker-3", 1)
+    await assert_left_as_found(bed, "worker-3", before)
+
+
+async def test_a_drill_refuses_a_cluster_without_somewhere_to_move_to(article_bed: Bed) -> None:
+    """worker-1 alone offers rtx-a1000, and no other worker has worker-1's flavor: one line,
+    exit 1, nothing created or changed."""
+    bed = article_bed
+    await started(bed)
+    before = await snapshot(bed.manager_api, "worker-1")
+    code, out, err = await kfed(bed, "drill", "partition", "--cluster", "worker-1")
+    assert code == 1, (out, err)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "a drill needs somewhere to move to" in lines[0], err
+    assert "rtx-a1000: no other worker can take them" in lines[0]
+    assert (await snapshot(bed.manager_api, "worker-1")) == before
+    assert not (await bed.manager_api.list(R.JOBS, label_selector=RUN_LABEL))["items"]
+
+    code, _, err = await kfed(bed, "drill", "partition", "--cluster", "worker-9")
+    assert code == 2 and "no MultiKueueCluster worker-9" in err
+
+
+async def test_restore_puts_back_what_an_interrupted_drill_left(article_bed: Bed) -> None:
+    """A drill killed with -9 after its break: the next drill refuses to start on top of it,
+    and `kfed drill restore` puts the Secret's server back and deletes the probes."""
+    bed = article_bed
+    api = bed.manager_api
+    before = (await api.get(R.SECRETS, "worker-3", NAMESPACE))["data"]["kubeconfig"]
+    swap = drillbreak.SecretSwap(
+        api, NAMESPACE, "worker-3", drillbreak.REFUSED_SERVER, "dead01", "outage"
+    )
+    await swap.apply()  # ... and never restored
+    plan = drillprobes.ProbePlan(
+        run_id="dead01",
+        kind="outage",
+        target="worker-3",
+        namespace=article.NS,
+        queue="gpu-lq",
+        count=1,
+        image="busybox:1.36",
+        seconds=60,
+    )
+    await api.create(R.JOBS, drillprobes.probe_job(plan, plan.names[0]), article.NS)
+    try:
+        code, _, err = await kfed(bed, "drill", "outage", "--cluster", "worker-3")
+        assert code == 1 and "kfed drill restore --cluster worker-3" in err, err
+        assert "run dead01" in err
+
+        code, out, err = await kfed(bed, "drill", "restore", "--cluster", "worker-3")
+        assert code == 0, err
+        assert "points at https://" in out and "deleted probe Job" in out
+        secret = await api.get(R.SECRETS, "worker-3", NAMESPACE)
+        assert DRILL_ANNOTATION not in (secret["metadata"].get("annotations") or {})
+        restored = drillbreak.secret_kubeconfig(secret)
+        original = base64.b64decode(before).decode()
+        assert yaml.safe_load(restored) == yaml.safe_load(original)
+        assert not (await api.list(R.JOBS, label_selector=RUN_LABEL))["items"]
+
+        code, out, _ = await kfed(bed, "drill", "restore", "--cluster", "worker-3")
+        assert code == 0 and "nothing of a drill left on worker-3" in out
+    finally:
+        await swap.restore()
+        await api.patch(R.SECRETS, "worker-3", {"data": {"kubeconfig": before}}, NAMESPACE)
