@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 
-.PHONY: demo test lint unit integration binaries browser crds image kind clean
+.PHONY: demo test lint unit integration binaries browser crds image kind bench-federation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ integration: $(STAMP) binaries browser
 ## demo: a full local federation (manager + 2 GPU workers), shown, then stopped
 demo: $(STAMP) binaries
 	$(BIN)/python -m e2e.demo $(DEMO_ARGS)
+
+## bench-federation: dispatch (capacity-aware vs AllAtOnce) and partition drills, ~20 min
+bench-federation: $(STAMP) binaries
+	$(BIN)/python -m e2e.bench.federation $(BENCH_ARGS)
 
 ## crds: regenerate crds/ from the pydantic models
 crds: $(STAMP)

@@ -61,7 +61,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--leader-lease-duration", type=float, default=8.0)
     p.add_argument("--leader-renew-deadline", type=float, default=6.0)
     p.add_argument("--leader-retry-period", type=float, default=1.0)
-    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--workers", type=int, default=4, help="reconciles at once per controller")
+    p.add_argument(
+        "--dispatch-workers",
+        type=int,
+        default=d.dispatch_workers,
+        help="workloads placed or followed at once",
+    )
     p.add_argument("--no-webhook", action="store_true", help="do not serve the Job webhook")
     p.add_argument("--webhook-host", default="0.0.0.0")
     p.add_argument("--webhook-port", type=int, default=9443)
@@ -117,6 +123,7 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
         origin=args.origin,
         manager_identity=args.identity,
         dispatch_mode=MODES[args.dispatch_mode],
+        dispatch_workers=args.dispatch_workers,
         admission_timeout=args.admission_timeout,
         gc_interval=args.gc_interval,
         request_timeout=args.worker_request_timeout,

@@ -41,6 +41,8 @@ class AdmissionLoop:
         self._tasks: set[asyncio.Task[None]] = set()
         self.cycles = 0
         self.on_admit: list[AdmitHook] = []
+        self.resync: Callable[[str], None] | None = None
+        """Asks the Workload controller to reconcile a workload (see ``_admit``)."""
         self.pending_status = PendingStatusWriter(
             state,
             concurrency=settings.pending_status_concurrency,
@@ -118,16 +120,27 @@ class AdmissionLoop:
         checks = self.state.admission_check_names(admit.cluster_queue)
         core_ = self.state.core
         base = self.state.workloads.get(key)
+        failed = False
         try:
             written = await self._write(key, lambda o: ws.reserve(o, admit.admission, checks))
         except errors.KubeError as err:
             log.info("admitting %s failed (%s); requeued", key, err)
-            written = None
+            written, failed = None, True
         finally:
             self.in_flight.discard(key)
         if written is None:
+            # Not written: the core's view of this workload may be stale (its object already
+            # holds a reservation, finished, was deactivated). Only its reconcile can tell,
+            # and reconciles skip a workload while its admission is in flight: ask for one,
+            # rather than kicking the loop, which would admit the same workload again and
+            # again without ever letting that reconcile fix the view.
             core_.forget(key)
-            self.state.kick()
+            if self.resync is not None:
+                self.resync(key)
+            if failed:
+                asyncio.get_running_loop().call_later(
+                    self.settings.requeue_base_seconds, self.state.kick
+                )
             return
         core_.confirm(key)
         if not checks:

@@ -36,7 +36,7 @@ class Pacer:
     def __init__(self, rate: float, burst: int) -> None:
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self.burst = max(1, burst)
-        self._next = time.monotonic()
+        self._next = float("-inf")  # the next grant's time; starts with a full burst
 
     def delay(self) -> float:
         """Take a grant; returns how long to wait before using it."""
@@ -115,6 +115,9 @@ class PendingStatusWriter:
         if written is not None:
             self.written += 1
             self.queue.forget(key)
+            # So that an admission computed before this write's event arrives is guarded by
+            # the new resourceVersion, instead of conflicting and reading the object again.
+            self.state.workloads.remember_written(key, obj, written)
 
     def _still_pending(self, key: str) -> bool:
         state = self.state.core.workload_state(core.WorkloadKey(key))

@@ -21,6 +21,8 @@ from manager.kube import resources as R
 
 log = logging.getLogger(__name__)
 
+STATUS_WRITES_AT_ONCE = 8
+
 
 def _usage(flavors: tuple[core.FlavorUsage, ...], *, borrowed: bool) -> list[dict[str, Any]]:
     result = []
@@ -89,17 +91,24 @@ class QueueStatusWriter:
         }
 
     async def write_once(self) -> int:
-        """Write every queue status that changed; returns how many were written."""
-        written = 0
+        """Write every queue status that changed; returns how many were written.
+
+        The statuses are computed at once (one consistent view of the core), then written a
+        few at a time: with hundreds of queues, one at a time would take a round trip each
+        and leave the last ones stale for many periods."""
+        changes: list[tuple[R.Resource, dict[str, Any], dict[str, Any]]] = []
         for informer, compute, res in (
             (self.state.cluster_queues, self.cluster_queue_status, R.CLUSTER_QUEUES),
             (self.state.local_queues, self.local_queue_status, R.LOCAL_QUEUES),
         ):
             for obj in informer.items():
                 status = compute(obj)
-                if status is None or _same(status, obj.get("status") or {}):
-                    continue
-                meta = obj["metadata"]
+                if status is not None and not _same(status, obj.get("status") or {}):
+                    changes.append((res, obj["metadata"], status))
+        slots = asyncio.Semaphore(STATUS_WRITES_AT_ONCE)
+
+        async def write(res: R.Resource, meta: dict[str, Any], status: dict[str, Any]) -> bool:
+            async with slots:
                 try:
                     await self.state.api.patch(
                         res,
@@ -108,10 +117,13 @@ class QueueStatusWriter:
                         meta.get("namespace"),
                         subresource="status",
                     )
-                    written += 1
                 except errors.KubeError as err:
                     log.info("status of %s %s not written: %s", res.kind, meta["name"], err)
-        return written
+                    return False
+                return True
+
+        results = await asyncio.gather(*(write(*change) for change in changes))
+        return sum(results)
 
     async def run(self) -> None:
         while True:

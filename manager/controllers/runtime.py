@@ -69,6 +69,7 @@ class ClusterController:
         self.state = ClusterState(api, metrics=metrics)
         self.admission = AdmissionLoop(self.state, self.settings)
         self.workloads = WorkloadController(self.state, self.admission, self.settings)
+        self.admission.resync = self.workloads.queue.add
         self.jobs = JobController(self.state, role=self.settings.role)
         self.queue_status = QueueStatusWriter(self.state, self.settings.status_period)
         self.synced = asyncio.Event()

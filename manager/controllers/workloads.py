@@ -214,8 +214,9 @@ class WorkloadController:
                 state.kick()
             return None
 
-        if core_.workload_state(wkey) is None:
-            # Reserved before we saw it (restart, or another replica): account for it once.
+        if core_.workload_state(wkey) in (None, core.WorkloadState.PENDING):
+            # Reserved before we saw it (restart, or another replica), or the core still
+            # queues it (a stale view, see AdmissionLoop._admit): account for it once.
             core_.add_admitted(
                 convert.workload(
                     model, priority=self.priority_of(model), creation_time=ws.creation_time(obj)

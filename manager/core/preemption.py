@@ -59,8 +59,8 @@ class Target:
     reason: PreemptionReason
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
+@dataclass(slots=True)
+class _Candidate:  # not frozen: built for every admitted workload a head may preempt
     workload: AdmittedWorkload
     cq: ClusterQueueState
     lca: QuotaNode | None
@@ -92,6 +92,7 @@ class Preemptor:
         self.order_time = order_time
         self.fair_sharing = fair_sharing
         self._candidates: list[_Candidate] | None = None
+        self._own_candidates: list[_Candidate] | None = None
         self._ancestors: list[QuotaNode] = []
         node = cq.parent
         while node is not None:
@@ -137,9 +138,14 @@ class Preemptor:
         if not frs or not self.preemption_is_possible:
             return []
         advantage = self._advantage_by_level(requests)
+        candidates = (
+            self._sorted_own_candidates()
+            if self._only_own_queue_can_help(frs, advantage)
+            else self._sorted_candidates()
+        )
         borrowing: dict[int, bool] = {}  # per queue or cohort, before any what-if
         ranked: list[tuple[int, int, _Candidate, Variant]] = []
-        for cand in self._sorted_candidates():
+        for cand in candidates:
             if cand.workload.used_frs.isdisjoint(frs):
                 continue
             if cand.lca is None:
@@ -242,24 +248,49 @@ class Preemptor:
     def _sorted_candidates(self) -> list[_Candidate]:
         if self._candidates is None:
             self._candidates = self._collect()
-            self._candidates.sort(
-                key=lambda c: (
-                    0 if c.workload.evicting else 1,
-                    1 if c.lca is None else 0,
-                    c.workload.priority,
-                    -c.workload.reserved_at,
-                    c.workload.key,
-                )
-            )
+            self._candidates.sort(key=_candidate_order)
         return self._candidates
+
+    def _sorted_own_candidates(self) -> list[_Candidate]:
+        """The candidates in the preemptor's own queue only, in the same order."""
+        if self._own_candidates is None:
+            if self._candidates is not None:
+                self._own_candidates = [c for c in self._candidates if c.lca is None]
+            else:
+                self._own_candidates = self._collect_own()
+                self._own_candidates.sort(key=_candidate_order)
+        return self._own_candidates
+
+    def _only_own_queue_can_help(
+        self, frs: set[FlavorResource], advantage: dict[int, bool]
+    ) -> bool:
+        """True when no victim in another queue could be chosen, so that collecting and
+        ranking them (every workload of the cohort) can be skipped: with borrowWithinCohort
+        Never and the preemptor over its nominal quota, ``targets`` makes only the attempt
+        that allows borrowing, where reclaiming from other queues needs a hierarchical
+        advantage; without one, every such candidate is RECLAIM_WITHOUT_BORROWING, which that
+        attempt never takes. (Fair sharing ranks other queues differently: not skipped.)"""
+        return (
+            self.fair_sharing is None
+            and self.cq.spec.preemption.borrow_within_cohort.policy
+            is BorrowWithinCohortPolicy.NEVER
+            and not self._under_nominal(frs)
+            and not any(advantage.values())
+        )
+
+    def _collect_own(self) -> list[_Candidate]:
+        policy = self.cq.spec.preemption.within_cluster_queue
+        if policy is PreemptionPolicy.NEVER:
+            return []
+        return [
+            _Candidate(workload, self.cq, None, ())
+            for workload in self.cq.workloads.values()
+            if self._allowed(policy, workload)
+        ]
 
     def _collect(self) -> list[_Candidate]:
         policy = self.cq.spec.preemption
-        found: list[_Candidate] = []
-        if policy.within_cluster_queue is not PreemptionPolicy.NEVER:
-            for workload in self.cq.workloads.values():
-                if self._allowed(policy.within_cluster_queue, workload):
-                    found.append(_Candidate(workload, self.cq, None, ()))
+        found = self._collect_own()
         if policy.reclaim_within_cohort is PreemptionPolicy.NEVER:
             return found
         previous: QuotaNode = self.cq
@@ -406,6 +437,18 @@ class _Simulation:
 
     def is_borrowing(self, cq: ClusterQueueState) -> bool:
         return not quota.is_within_nominal(cq, self.frs)
+
+
+def _candidate_order(c: _Candidate) -> tuple[int, int, int, float, str]:
+    """Being evicted first, other queues before the preemptor's own, lower priority first,
+    most recently admitted first (then by key, for determinism)."""
+    return (
+        0 if c.workload.evicting else 1,
+        1 if c.lca is None else 0,
+        c.workload.priority,
+        -c.workload.reserved_at,
+        c.workload.key,
+    )
 
 
 def _queues_below(

@@ -102,13 +102,20 @@ class Dispatcher:
         self.waiting: set[str] = set()
         self.rounds: dict[str, tuple[int, float]] = {}
         self.reserved_at: dict[str, float] = {}
+        self.winners: dict[str, str] = {}
+        """The worker each placed workload runs on, as soon as it is chosen (AllAtOnce)."""
         self.stats = Stats()
         self._rescan = False
         self.state.workloads.subscribe(self._on_manager_workload)
         self.state.jobs.subscribe(self._on_manager_job)
         manager.workloads.stop_checks.append(self.remote_copies_stopped)
+        manager.admission.on_admit.append(self._quota_reserved)
 
     # -- events ------------------------------------------------------------------------
+
+    def _quota_reserved(self, key: str, _admit: object) -> None:
+        """Dispatch latency counts from here: the moment the manager reserved the quota."""
+        self.reserved_at[key] = time.monotonic()
 
     def _on_manager_workload(self, event: Event) -> None:
         self.queue.add(event.key)
@@ -580,9 +587,14 @@ class Dispatcher:
             if ws.is_admitted(c) and not ws.is_evicted(c)
         ]
         if admitted:
-            _, winner = min(admitted)
+            # Once a winner is chosen it stays chosen: a later reconcile may see another copy
+            # admitted as early (timestamps have 1 s resolution) before it sees our own
+            # Ready; choosing again would stop the job on the first winner and start it on
+            # a second one.
+            winner = self.winners.get(key) or min(admitted)[1]
             remote = self.registry.remote(winner)
-            assert remote is not None
+            if remote is None:
+                return 1.0
             return await self._won(key, obj, check, remote, copies)
         allowed = self._allowed(obj)
         usable = [
@@ -631,6 +643,7 @@ class Dispatcher:
     async def _won(
         self, key: str, obj: Obj, check: str, remote: RemoteCluster, copies: dict[str, Obj]
     ) -> float | None:
+        self.winners[key] = remote.name
         # Every other copy goes first, so at most one worker can ever run the job.
         for name in copies:
             if name != remote.name:
@@ -751,6 +764,7 @@ class Dispatcher:
         self.manager.workloads.queue.add(key)  # its eviction may be waiting for this
 
     def _forget(self, key: str) -> None:
+        self.winners.pop(key, None)
         self.placements.pop(key, None)
         self.tried.pop(key, None)
         self.waiting.discard(key)

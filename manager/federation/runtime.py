@@ -57,7 +57,7 @@ class FederationController:
                     run_workers(
                         self.dispatcher.queue,
                         self.dispatcher.reconcile,
-                        self.manager.settings.workers,
+                        self.settings.dispatch_workers,
                     ),
                     name="dispatch",
                 ),

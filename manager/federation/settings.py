@@ -26,6 +26,10 @@ class FederationSettings:
     workers must use distinct origins."""
     manager_identity: str = "kfed-manager"
     dispatch_mode: DispatchMode = DispatchMode.CAPACITY_AWARE
+    dispatch_workers: int = 16
+    """Workloads placed or followed at once. Each reconcile mostly waits on a worker's API,
+    so more than the single-cluster controllers' 4: at a few jobs per second 4 left
+    workloads seconds in the dispatch queue (e2e/bench/federation)."""
     incremental_step: int = 3
     incremental_round_timeout: float = 300.0
     admission_timeout: float = 30.0

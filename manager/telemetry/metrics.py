@@ -200,7 +200,8 @@ class Metrics:
         # -- the federation -------------------------------------------------------------
         self.dispatch_latency = Histogram(
             "kfed_dispatch_latency_seconds",
-            "From the manager's quota reservation to the copy admitted on the worker",
+            "From the manager's quota reservation until the manager has seen the copy admitted "
+            "on the worker and started the Job there",
             ["cluster"],
             buckets=DISPATCH_BUCKETS,
             registry=r,

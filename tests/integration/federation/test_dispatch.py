@@ -106,7 +106,7 @@ async def test_a_article_jobs_go_to_the_worker_with_their_gpu(article_bed: Bed) 
                 return False
         return True
 
-    await wait_for(copies_removed, timeout=30, what="remote copies removed after finishing")
+    await wait_for(copies_removed, timeout=90, what="remote copies removed after finishing")
 
 
 def h100_job(name: str, *, gpus: int = 1, delay_ms: int = 2000) -> dict[str, Any]:
@@ -133,7 +133,7 @@ async def fill_worker(api: KubeApi, name: str) -> None:
                     return True
         return False
 
-    await wait_for(reserved, timeout=30, what=f"{name} holding all GPUs")
+    await wait_for(reserved, timeout=90, what=f"{name} holding all GPUs")
 
 
 async def check_message(api: KubeApi, job_name: str) -> str:
@@ -167,7 +167,7 @@ async def test_b_a_full_worker_is_skipped_and_none_free_means_a_clear_wait(
         text = await check_message(api, "waits")
         return text if "no worker can admit it now" in text else None
 
-    message = await wait_for(waiting_with_reason, timeout=30, what="a clear pending reason")
+    message = await wait_for(waiting_with_reason, timeout=90, what="a clear pending reason")
     assert message is not None
     assert "worker-2: insufficient nvidia.com/gpu in flavor h100: 1 requested, 0 free" in message
     assert "worker-3: insufficient nvidia.com/gpu in flavor h100" in message
@@ -212,7 +212,7 @@ async def test_d_drain_moves_work_away_and_uncordon_restores(article_bed: Bed) -
                 and not (await bed.worker_apis[first].list(R.PODS, NS))["items"]
             )
 
-        await wait_for(gone_from_drained, timeout=30, what=f"nothing left running on {first}")
+        await wait_for(gone_from_drained, timeout=90, what=f"nothing left running on {first}")
         # Nothing new lands on a drained (or cordoned) worker.
         await bed.worker_apis[other].create(R.JOBS, h100_job("hog", gpus=3, delay_ms=600_000), NS)
         await api.create(R.JOBS, h100_job("new"), NS)
@@ -221,7 +221,7 @@ async def test_d_drain_moves_work_away_and_uncordon_restores(article_bed: Bed) -
             return f"{first}: in maintenance (drain)" in await check_message(api, "new")
 
         await wait_for(
-            refused_for_maintenance, timeout=30, what="new job not placed on the drained worker"
+            refused_for_maintenance, timeout=90, what="new job not placed on the drained worker"
         )
         await api.patch(
             R.MULTIKUEUE_CLUSTERS,

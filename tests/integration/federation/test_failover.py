@@ -76,7 +76,7 @@ async def test_c_partition_fences_then_moves_and_never_runs_twice(article_bed: B
     first = ws.status_of(wl)["clusterName"]
     other = "worker-3" if first == "worker-2" else "worker-2"
     await wait_for(
-        lambda: running_pods(bed.worker_apis[first], "probe"), timeout=30, what="probe running"
+        lambda: running_pods(bed.worker_apis[first], "probe"), timeout=60, what="probe running"
     )
 
     sampler = DoubleRunSampler(bed.worker_apis, "probe")
@@ -102,7 +102,7 @@ async def test_c_partition_fences_then_moves_and_never_runs_twice(article_bed: B
         async def stale_copy_removed() -> bool:
             return not (await bed.worker_apis[first].list(R.WORKLOADS, NS))["items"]
 
-        await wait_for(stale_copy_removed, timeout=30, what="stale copy removed after healing")
+        await wait_for(stale_copy_removed, timeout=60, what="stale copy removed after healing")
         await wait_for(lambda: complete(api, "probe"), timeout=60, what="probe completes elsewhere")
     finally:
         await sampler.stop()

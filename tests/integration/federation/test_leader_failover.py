@@ -126,7 +126,7 @@ async def test_e_kill_the_leader_during_200_jobs_every_job_completes_once(articl
     api = bed.manager_api
     procs = {"m1": await start_manager(kubeconfig, "m1", webhook=True)}
     try:
-        await wait_for(lambda: _is(leader(api), "m1"), timeout=30, what="m1 leads")
+        await wait_for(lambda: _is(leader(api), "m1"), timeout=90, what="m1 leads")
         procs["m2"] = await start_manager(kubeconfig, "m2", webhook=False)
         names = [f"j{i:03d}" for i in range(JOBS)]
 
@@ -155,7 +155,7 @@ async def test_e_kill_the_leader_during_200_jobs_every_job_completes_once(articl
         )
         procs["m1"].kill()  # SIGKILL: no release, no cleanup
         await procs["m1"].wait()
-        await wait_for(lambda: _is(leader(api), "m2"), timeout=30, what="m2 takes over")
+        await wait_for(lambda: _is(leader(api), "m2"), timeout=90, what="m2 takes over")
         await wait_for(
             lambda: _at_least(done_count(), JOBS),
             timeout=600,

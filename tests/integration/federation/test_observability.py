@@ -109,7 +109,7 @@ async def test_readiness_and_metrics_of_a_dispatched_workload(
             done = value(samples, "kueue_admitted_workloads_total", cluster_queue="gpu-cq")
             return samples if done else None
 
-        samples = await wait_for(counted, timeout=30, what="the manager counts the admission")
+        samples = await wait_for(counted, timeout=60, what="the manager counts the admission")
         assert samples is not None
         assert value(samples, "multikueue_workloads_dispatched_total", cluster="worker-1") == 1
         assert value(samples, "multikueue_workloads_dispatched_total", cluster="worker-2") is None
@@ -138,7 +138,7 @@ async def test_readiness_and_metrics_of_a_dispatched_workload(
             )
             return free if free == 1 else None
 
-        await wait_for(worker_1_free_gpus, timeout=30, what="worker-1 shows 1 of 2 GPUs free")
+        await wait_for(worker_1_free_gpus, timeout=60, what="worker-1 shows 1 of 2 GPUs free")
 
         shim = await scrape(http, shim_server)
         assert value(shim, "kueue_admitted_workloads_total", cluster_queue="gpu-cq") == 1
@@ -231,7 +231,7 @@ async def test_the_dashboard_in_headless_chromium(
                     for w in state["workloads"]
                 )
 
-            await wait_for(too_big_waits_with_a_reason, timeout=30, what="too-big-job waits")
+            await wait_for(too_big_waits_with_a_reason, timeout=60, what="too-big-job waits")
 
             url = f"{server.url}/dashboard"
             dom = await browse(url, tmp_path / "profile", "--dump-dom")

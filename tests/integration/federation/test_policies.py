@@ -85,12 +85,12 @@ async def test_gc_removes_orphans_of_our_origin_and_leaves_other_managers_alone(
     assert bed.manager is not None
     await wait_for(
         lambda: _not(exists(worker, "ours-orphan")),
-        timeout=30,
+        timeout=60,
         what="our orphaned copy garbage-collected",
     )
     # Several GC periods later, the other manager's copy is still there, untouched.
     deadline = time.monotonic() + 3 * bed.manager.settings.gc_interval
-    await wait_for(lambda: time.monotonic() >= deadline, timeout=30, what="three GC periods")
+    await wait_for(lambda: time.monotonic() >= deadline, timeout=60, what="three GC periods")
     assert await exists(worker, "theirs")
     remote = bed.manager.registry.remote("worker-2")
     assert remote is not None and remote.workloads().get(f"{NS}/theirs") is None, "not even watched"

@@ -149,7 +149,7 @@ async def test_f_each_broken_kubeconfig_has_its_reason_and_the_rest_keep_working
             obj = await api.get(R.MULTIKUEUE_CLUSTERS, f"skip-tls-{unique}")
             return conditions.is_true(obj, C.ACTIVE)
 
-        await wait_for(recovered, timeout=30, what="Active=True once the Secret is fixed")
+        await wait_for(recovered, timeout=60, what="Active=True once the Secret is fixed")
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

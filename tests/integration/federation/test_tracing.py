@@ -49,7 +49,7 @@ async def test_one_trace_from_submit_to_finish_with_the_failover(
     first = ws.status_of(wl)["clusterName"]
     other = "worker-3" if first == "worker-2" else "worker-2"
     await wait_for(
-        lambda: running_pods(bed.worker_apis[first], "traced"), timeout=30, what="running"
+        lambda: running_pods(bed.worker_apis[first], "traced"), timeout=60, what="running"
     )
     annotation = wl["metadata"]["annotations"][tracing.TRACEPARENT_ANNOTATION]
     remote_wl = await bed.worker_apis[first].get(R.WORKLOADS, wl["metadata"]["name"], NS)
@@ -71,7 +71,7 @@ async def test_one_trace_from_submit_to_finish_with_the_failover(
     trace_id = tracing.trace_id_of(wl)
     finishes = await wait_for(
         lambda: [s for s in trace_of(spans, trace_id) if s.name == "finish"] or None,
-        timeout=30,
+        timeout=60,
         what="the finish span",
     )
     story = sorted(trace_of(spans, trace_id), key=lambda s: s.start_time or 0)

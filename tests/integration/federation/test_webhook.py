@@ -187,10 +187,10 @@ async def webhook_answers(api: KubeApi, queues: Queues, expected: str) -> bool:
 
 async def ready_and_registered(api: KubeApi, queues: Queues, webhook: Webhook) -> None:
     webhook.start_informers()
-    await wait_for(webhook.lookup.ready, timeout=30, what="the queue view loaded")
+    await wait_for(webhook.lookup.ready, timeout=60, what="the queue view loaded")
     await wait_for(
         lambda: webhook_answers(api, queues, "mutated"),
-        timeout=30,
+        timeout=60,
         what="the apiserver calling the webhook",
     )
 
@@ -220,7 +220,7 @@ async def test_a_queued_job_created_before_the_manager_is_ready_is_retried_then_
 ) -> None:
     await wait_for(
         lambda: webhook_answers(api, queues, "not-ready"),
-        timeout=30,
+        timeout=60,
         what="the apiserver calling the webhook, which is not ready",
     )
     refusals = webhook.lookup.refusals
@@ -233,7 +233,7 @@ async def test_a_queued_job_created_before_the_manager_is_ready_is_retried_then_
         lambda: webhook.lookup.refusals > refusals, timeout=10, what="the first attempt refused"
     )
     webhook.start_informers()
-    early = await asyncio.wait_for(creating, timeout=30)
+    early = await asyncio.wait_for(creating, timeout=60)
 
     assert early["spec"]["managedBy"] == C.MULTIKUEUE_MANAGED_BY
     assert early["spec"]["suspend"] is True

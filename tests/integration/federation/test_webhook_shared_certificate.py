@@ -91,7 +91,7 @@ async def test_replicas_share_one_certificate_and_register_the_same_ca(
     try:
         await wait_for(
             lambda: all(r.started.is_set() for r in replicas),
-            timeout=30,
+            timeout=60,
             what="both replicas serving",
         )
         secret = await api.get(R.SECRETS, SECRET, namespace)
@@ -199,7 +199,7 @@ async def test_a_mounted_certificate_renewed_in_place_is_served_without_restart(
                 return False
             return served == _der(renewed.cert_pem)
 
-        await wait_for(serves_the_renewed_one, timeout=30, what="the renewed certificate served")
+        await wait_for(serves_the_renewed_one, timeout=60, what="the renewed certificate served")
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

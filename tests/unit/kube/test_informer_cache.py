@@ -1,0 +1,37 @@
+"""An object a controller just wrote goes into the informer's cache only if no watch event
+replaced the copy the write was computed from (that event is as new or newer)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from kubernetes_asyncio.client import ApiClient
+
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from manager.kube.informer import Informer
+
+
+def informer() -> Informer:
+    return Informer(KubeApi(cast(ApiClient, object()), name="unit"), R.WORKLOADS)
+
+
+def test_the_written_object_replaces_the_copy_it_was_computed_from() -> None:
+    cache = informer()
+    base = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "1"}}
+    cache.cache["ns/w"] = base
+    written = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "2"}}
+
+    assert cache.remember_written("ns/w", base, written)
+    assert cache.get("ns/w") is written
+
+
+def test_a_newer_event_is_never_overwritten_with_an_older_write() -> None:
+    cache = informer()
+    base = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "1"}}
+    finished = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "3"}}
+    cache.cache["ns/w"] = finished  # a watch event arrived while the write was in flight
+    written = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "2"}}
+
+    assert not cache.remember_written("ns/w", base, written)
+    assert cache.get("ns/w") is finished
