@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 
-.PHONY: demo test lint unit integration binaries browser crds image kind bench-federation clean
+.PHONY: demo test lint unit integration binaries browser crds image kind bench-scheduler bench-apiserver bench-federation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,14 @@ integration: $(STAMP) binaries browser
 ## demo: a full local federation (manager + 2 GPU workers), shown, then stopped
 demo: $(STAMP) binaries
 	$(BIN)/python -m e2e.demo $(DEMO_ARGS)
+
+## bench-scheduler: upstream Kueue's scheduler baseline on kfed (BENCH_ARGS="--variant large" for 50k)
+bench-scheduler: $(STAMP) binaries
+	$(BIN)/python -m e2e.bench.scheduler $(BENCH_ARGS)
+
+## bench-apiserver: the raw create / status-patch rate of one local kube-apiserver
+bench-apiserver: $(STAMP) binaries
+	$(BIN)/python -m e2e.bench.apiserver $(BENCH_ARGS)
 
 ## bench-federation: dispatch (capacity-aware vs AllAtOnce) and partition drills, ~20 min
 bench-federation: $(STAMP) binaries
