@@ -131,9 +131,9 @@ class AdmissionLoop:
         if written is None:
             # Not written: the core's view of this workload may be stale (its object already
             # holds a reservation, finished, was deactivated). Only its reconcile can tell,
-            # and reconciles skip a workload while its admission is in flight: ask for one,
-            # rather than kicking the loop, which would admit the same workload again and
-            # again without ever letting that reconcile fix the view.
+            # and no event may be coming to start one: ask for it, rather than kicking the
+            # loop, which would admit the same workload again and again without ever
+            # letting that reconcile fix the view.
             core_.forget(key)
             if self.resync is not None:
                 self.resync(key)
