@@ -29,6 +29,11 @@ def has_reservation(obj: Mapping[str, Any]) -> bool:
     return bool(status_of(obj).get("admission")) and conditions.is_true(obj, C.QUOTA_RESERVED)
 
 
+def cluster_queue_of(obj: Mapping[str, Any]) -> str:
+    """The ClusterQueue holding the workload's reservation; empty while it holds none."""
+    return str((status_of(obj).get("admission") or {}).get("clusterQueue") or "")
+
+
 def is_finished(obj: Mapping[str, Any]) -> bool:
     return conditions.is_true(obj, C.FINISHED)
 

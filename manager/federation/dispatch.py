@@ -661,7 +661,9 @@ class Dispatcher:
             try:
                 await remote.api.create(R.JOBS, body, body["metadata"]["namespace"])
                 self.stats.remote_jobs_created += 1
-                self.state.metrics.remote_object_created(remote.name, "Job")
+                self.state.metrics.remote_object_created(
+                    remote.name, "Job", cluster_queue=ws.cluster_queue_of(obj)
+                )
                 spans.record(
                     "manager",
                     "remote.create",
@@ -678,6 +680,7 @@ class Dispatcher:
             cluster_name=remote.name,
         )
         if written is not None:
+            self.state.metrics.admitted_remotely(ws.cluster_queue_of(written), remote.name)
             self.placements.pop(key, None)
             self.tried.pop(key, None)
             started = self.reserved_at.pop(key, None)
@@ -711,7 +714,9 @@ class Dispatcher:
                 await remote.ensure_namespace(namespace)
                 await remote.api.create(R.WORKLOADS, body, namespace)
             self.stats.remote_workloads_created += 1
-            self.state.metrics.remote_object_created(remote.name, "Workload")
+            self.state.metrics.remote_object_created(
+                remote.name, "Workload", cluster_queue=ws.cluster_queue_of(obj)
+            )
             spans.record(
                 "manager",
                 "remote.create",

@@ -193,7 +193,13 @@ class Metrics:
         self.workloads_dispatched = Counter(
             "multikueue_workloads_dispatched_total",
             "Copies of manager workloads created on a worker cluster",
-            ["cluster"],
+            ["cluster_queue", "cluster"],
+            registry=r,
+        )
+        self.workloads_admitted_remotely = Counter(
+            "multikueue_workloads_admitted_total",
+            "Manager workloads whose copy a worker cluster admitted",
+            ["cluster_queue", "cluster"],
             registry=r,
         )
 
@@ -291,11 +297,17 @@ class Metrics:
 
     # -- dispatch -------------------------------------------------------------------------
 
-    def remote_object_created(self, cluster: str, kind: Literal["Workload", "Job"]) -> None:
+    def remote_object_created(
+        self, cluster: str, kind: Literal["Workload", "Job"], *, cluster_queue: str
+    ) -> None:
         """An object created on a worker; a Workload copy is also a MultiKueue dispatch."""
         self.remote_objects_created.labels(cluster, kind).inc()
         if kind == "Workload":
-            self.workloads_dispatched.labels(cluster).inc()
+            self.workloads_dispatched.labels(cluster_queue, cluster).inc()
+
+    def admitted_remotely(self, cluster_queue: str, cluster: str) -> None:
+        """The worker admitted the copy and the manager's check went Ready."""
+        self.workloads_admitted_remotely.labels(cluster_queue, cluster).inc()
 
     def dispatch_done(self, cluster: str, seconds: float) -> None:
         self.dispatch_latency.labels(cluster).observe(max(0.0, seconds))

@@ -1,7 +1,7 @@
 """The manager's own account of a dispatch run, read from its ``/metrics``: a cross-check of
 what the benchmark measured from outside, never the figure itself. Pure: Prometheus text in.
 
-- ``multikueue_workloads_dispatched_total{cluster}``: remote Workload copies created;
+- ``multikueue_workloads_dispatched_total{cluster_queue,cluster}``: remote Workload copies created;
 - ``kfed_remote_objects_created_total{cluster,kind}``: remote Workloads and Jobs created;
 - ``kfed_dispatch_latency_seconds{cluster}``: from the manager's reservation to the copy
   admitted, as the manager timed it (a histogram: quantiles are estimated from its buckets

@@ -111,8 +111,15 @@ async def test_readiness_and_metrics_of_a_dispatched_workload(
 
         samples = await wait_for(counted, timeout=60, what="the manager counts the admission")
         assert samples is not None
-        assert value(samples, "multikueue_workloads_dispatched_total", cluster="worker-1") == 1
-        assert value(samples, "multikueue_workloads_dispatched_total", cluster="worker-2") is None
+        on = {"cluster_queue": "gpu-cq"}
+        assert (
+            value(samples, "multikueue_workloads_dispatched_total", cluster="worker-1", **on) == 1
+        )
+        assert (
+            value(samples, "multikueue_workloads_dispatched_total", cluster="worker-2", **on)
+            is None
+        )
+        assert value(samples, "multikueue_workloads_admitted_total", cluster="worker-1", **on) == 1
         assert value(samples, "kueue_quota_reserved_workloads_total", cluster_queue="gpu-cq") == 1
         assert value(samples, "kfed_dispatch_latency_seconds_count", cluster="worker-1") == 1
         assert value(samples, "kfed_remote_objects_created_total", cluster="worker-1", kind="Job")

@@ -41,6 +41,7 @@ AGREED_METRICS = {
     "kueue_cluster_queue_nominal_quota",
     "kueue_cluster_queue_borrowing_limit",
     "multikueue_workloads_dispatched_total",
+    "multikueue_workloads_admitted_total",
     "kfed_dispatch_latency_seconds",
     "kfed_failovers_total",
     "kfed_cluster_active",

@@ -28,7 +28,8 @@ AGREED = {
     "kueue_cluster_queue_resource_usage": {"cohort", "cluster_queue", "flavor", "resource"},
     "kueue_cluster_queue_nominal_quota": {"cohort", "cluster_queue", "flavor", "resource"},
     "kueue_cluster_queue_borrowing_limit": {"cohort", "cluster_queue", "flavor", "resource"},
-    "multikueue_workloads_dispatched_total": {"cluster"},
+    "multikueue_workloads_dispatched_total": {"cluster_queue", "cluster"},
+    "multikueue_workloads_admitted_total": {"cluster_queue", "cluster"},
     "kfed_dispatch_latency_seconds": {"cluster"},
     "kfed_failovers_total": {"from_cluster", "reason"},
     "kfed_cluster_active": {"cluster"},
@@ -71,7 +72,8 @@ def exercise(m: Metrics) -> None:
     m.admitted("gpu-cq", waited=2.0)
     m.evicted("gpu-cq", "Preempted")
     m.finished("gpu-cq")
-    m.remote_object_created("worker-1", "Workload")
+    m.remote_object_created("worker-1", "Workload", cluster_queue="gpu-cq")
+    m.admitted_remotely("gpu-cq", "worker-1")
     m.dispatch_done("worker-1", 0.4)
     m.failover("worker-1", "lost")
     m.set_leader("replica-a", True)
@@ -110,10 +112,12 @@ def test_exactly_the_agreed_names_with_their_labels() -> None:
 def test_recorders_count_what_they_say() -> None:
     m = Metrics()
     exercise(m)
-    m.remote_object_created("worker-1", "Job")
+    m.remote_object_created("worker-1", "Job", cluster_queue="gpu-cq")
     m.scheduling_cycle(admitted=0, seconds=0.002)
     value = m.registry.get_sample_value
-    assert value("multikueue_workloads_dispatched_total", {"cluster": "worker-1"}) == 1
+    placed = {"cluster_queue": "gpu-cq", "cluster": "worker-1"}
+    assert value("multikueue_workloads_dispatched_total", placed) == 1
+    assert value("multikueue_workloads_admitted_total", placed) == 1
     assert value("kfed_remote_objects_created_total", {"cluster": "worker-1", "kind": "Job"}) == 1
     assert value("kueue_admission_attempts_total", {"result": "success"}) == 1
     assert value("kueue_admission_attempts_total", {"result": "inadmissible"}) == 1
