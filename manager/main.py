@@ -25,10 +25,9 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
-from manager.kube.process import run_until_signalled
-from manager.observability.server import ListenError, ObservabilityServer
+from manager.observability.entrypoint import run_process
+from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ManagerSource
-from manager.telemetry import tracing
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger("manager")
@@ -202,12 +201,9 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    provider = tracing.setup("kfed-manager", args.log_level)
-    try:
-        asyncio.run(run_until_signalled(run(args)))
-    except ListenError as err:
-        raise SystemExit(f"kfed manager: {err}") from None
-    finally:
-        if provider is not None:
-            provider.shutdown()  # flush the spans still batched
-    return 0
+    return run_process(
+        run(args),
+        service_name="kfed-manager",
+        display_name="kfed manager",
+        log_level=args.log_level,
+    )

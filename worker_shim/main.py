@@ -14,10 +14,9 @@ import logging
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
 from manager.kube.api import KubeApi, running_in_cluster
-from manager.kube.process import run_until_signalled
-from manager.observability.server import ListenError, ObservabilityServer
+from manager.observability.entrypoint import run_process
+from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ShimSource
-from manager.telemetry import tracing
 from manager.telemetry.metrics import Metrics
 from worker_shim.fencing import Fencing, FencingSettings
 
@@ -85,12 +84,9 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    provider = tracing.setup("kfed-worker-shim", args.log_level)
-    try:
-        asyncio.run(run_until_signalled(run(args)))
-    except ListenError as err:
-        raise SystemExit(f"kfed worker shim: {err}") from None
-    finally:
-        if provider is not None:
-            provider.shutdown()  # flush the spans still batched
-    return 0
+    return run_process(
+        run(args),
+        service_name="kfed-worker-shim",
+        display_name="kfed worker shim",
+        log_level=args.log_level,
+    )

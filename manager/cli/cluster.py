@@ -12,6 +12,7 @@ from manager.cli.common import (
     connect_manager,
     connection_options,
     console,
+    output_option,
     read_text,
     run,
     target_of,
@@ -180,14 +181,7 @@ async def _list(target: Target, output: str) -> None:
 
 
 @group.command("list")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A table for people, or JSON (one object per row) for scripts.",
-)
+@output_option(rows=True)
 @connection_options()
 def list_(output: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
     """List registered worker clusters: whether the manager is connected to each (Active, its

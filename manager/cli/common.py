@@ -115,6 +115,21 @@ async def connect_manager(target: Target) -> KubeApi:
     return await connect(target.kubeconfig_path, target.context, name="manager")
 
 
+def output_option(*, rows: bool) -> Callable[[F], F]:
+    """``--output/-o``: ``table`` (``rows``) or ``text`` for people, ``json`` for scripts."""
+    human = "table" if rows else "text"
+    return click.option(
+        "--output",
+        "-o",
+        type=click.Choice([human, "json"]),
+        default=human,
+        show_default=True,
+        help="A table for people, or JSON (one object per row) for scripts."
+        if rows
+        else "Text for people, or JSON for scripts.",
+    )
+
+
 def connection_options(*, namespace: bool = True) -> Callable[[F], F]:
     """``--kubeconfig``/``--context`` for the manager cluster (and ``--namespace``, kfed's
     namespace there). The command receives them as keyword arguments; ``target_of`` packs

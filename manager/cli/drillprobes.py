@@ -138,20 +138,15 @@ async def plan_probes(
     """Where the probes go: the first flavor (or ``flavor``) in which the target and another
     worker both have room for every probe. ``namespace`` is kfed's (the worker Secrets)."""
     key = base.queue_key
-    try:
-        lq = await api.get(R.LOCAL_QUEUES, base.queue, base.namespace)
-    except errors.NotFound:
+    chain = await prediction.read_queue_chain(api, base.namespace, base.queue)
+    if chain.local_queue is None:
         raise usage_error(
             f"LocalQueue {key} not found on the manager: pass --queue NAMESPACE/LOCALQUEUE of a "
             "queue whose ClusterQueue dispatches to the workers"
-        ) from None
-    cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
-    try:
-        cq = await api.get(R.CLUSTER_QUEUES, cq_name)
-    except errors.NotFound:
-        raise CliError(
-            f"LocalQueue {key} points to ClusterQueue {cq_name}, which does not exist"
-        ) from None
+        )
+    cq_name, cq = chain.cluster_queue_name, chain.cluster_queue
+    if cq is None:
+        raise CliError(f"LocalQueue {key} points to ClusterQueue {cq_name}, which does not exist")
     federation = await prediction.multikueue_config(api, cq)
     if federation is None:
         raise usage_error(

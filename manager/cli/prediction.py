@@ -181,6 +181,29 @@ def admission_check_names(cq: Obj) -> list[str]:
     return names + [str(n) for n in spec.get("admissionChecks") or [] if str(n) not in names]
 
 
+@dataclass(frozen=True)
+class QueueChain:
+    """A LocalQueue and the ClusterQueue it points to, as far as they exist on the manager.
+    Each caller words the missing link in its own terms (and exit code)."""
+
+    local_queue: Obj | None
+    cluster_queue_name: str
+    cluster_queue: Obj | None
+
+
+async def read_queue_chain(api: KubeApi, namespace: str, queue: str) -> QueueChain:
+    try:
+        lq = await api.get(R.LOCAL_QUEUES, queue, namespace)
+    except errors.NotFound:
+        return QueueChain(None, "", None)
+    cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
+    try:
+        cq: Obj | None = await api.get(R.CLUSTER_QUEUES, cq_name)
+    except errors.NotFound:
+        cq = None
+    return QueueChain(lq, cq_name, cq)
+
+
 async def multikueue_config(api: KubeApi, cq: Obj) -> tuple[str, str, list[str]] | None:
     """(AdmissionCheck, MultiKueueConfig, its clusters) of a ClusterQueue; None when the
     queue has no MultiKueue check (its jobs run on the manager)."""
@@ -319,21 +342,18 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
         raise usage_error(
             f"Job {display_name(job)} has no {C.QUEUE_NAME_LABEL} label: pass --queue"
         )
-    try:
-        lq = await api.get(R.LOCAL_QUEUES, queue, job_ns)
-    except errors.NotFound:
+    chain = await read_queue_chain(api, job_ns, queue)
+    if chain.local_queue is None:
         raise CliError(
             f"LocalQueue {job_ns}/{queue} not found on the manager: the Job would never be "
             "admitted; create the LocalQueue first"
-        ) from None
-    cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
-    try:
-        cq = await api.get(R.CLUSTER_QUEUES, cq_name)
-    except errors.NotFound:
+        )
+    cq_name, cq = chain.cluster_queue_name, chain.cluster_queue
+    if cq is None:
         raise CliError(
             f"LocalQueue {job_ns}/{queue} points to ClusterQueue {cq_name}, which does not "
             "exist on the manager: the Job would never be admitted"
-        ) from None
+        )
     flavors = _by_key((await api.list(R.RESOURCE_FLAVORS))["items"])
     ps = pod_set(job)
     try:

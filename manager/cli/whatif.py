@@ -12,6 +12,7 @@ from manager.cli.common import (
     connect_manager,
     connection_options,
     console,
+    output_option,
     read_text,
     run,
     target_of,
@@ -83,14 +84,7 @@ async def _whatif(target: Target, path: str, queue: str | None, output: str) -> 
     default=None,
     help="LocalQueue to assume (overrides the manifest's kueue.x-k8s.io/queue-name label).",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Text for people, or JSON for scripts.",
-)
+@output_option(rows=False)
 @connection_options()
 def command(
     file: str,

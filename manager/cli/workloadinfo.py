@@ -5,64 +5,27 @@ there?" from its conditions, admission checks and the recorded dispatch decision
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from manager.api import constants as C
 from manager.cli.common import CliError
 from manager.cli.tables import age
-from manager.controllers import conditions, jobs
+from manager.controllers import jobs
 from manager.controllers import workloadstatus as ws
-from manager.federation.settings import PLACEMENT_ANNOTATION
+from manager.federation.workloadview import (
+    Placement,
+    cluster_of,
+    flavors_of,
+    placement_of,
+    state_of,
+    why,
+)
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
 Obj = dict[str, Any]
-
-PENDING, RESERVED, ADMITTED, FINISHED, EVICTED = (
-    "Pending",
-    "Reserved",
-    "Admitted",
-    "Finished",
-    "Evicted",
-)
-
-
-def state(workload: Obj) -> str:
-    """Finished, Evicted (and not yet back), Admitted, Reserved (quota held, checks pending)
-    or Pending."""
-    if ws.is_finished(workload):
-        return FINISHED
-    if ws.is_evicted(workload):
-        return EVICTED
-    if ws.is_admitted(workload) and ws.has_reservation(workload):
-        return ADMITTED
-    if ws.has_reservation(workload):
-        return RESERVED
-    return PENDING
-
-
-def flavors(workload: Obj) -> list[str]:
-    """The flavors of the admission, in order of first appearance."""
-    found: list[str] = []
-    admission = ws.status_of(workload).get("admission") or {}
-    for psa in admission.get("podSetAssignments") or []:
-        for flavor in (psa.get("flavors") or {}).values():
-            if flavor not in found:
-                found.append(str(flavor))
-    return found
-
-
-def cluster(workload: Obj) -> str:
-    """Where it runs (``status.clusterName``), else where it is being tried (nominated)."""
-    status = ws.status_of(workload)
-    if status.get("clusterName"):
-        return str(status["clusterName"])
-    nominated = status.get("nominatedClusterNames") or []
-    return f"{','.join(nominated)} (nominated)" if nominated else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +48,9 @@ def workload_rows(items: list[Obj], *, now: float) -> list[WorkloadRow]:
                 namespace=str(meta["namespace"]),
                 name=str(meta["name"]),
                 queue=str((wl.get("spec") or {}).get("queueName") or ""),
-                flavors=",".join(flavors(wl)),
-                cluster=cluster(wl),
-                state=state(wl),
+                flavors=",".join(flavors_of(wl)),
+                cluster=cluster_of(wl),
+                state=state_of(wl),
                 age=age(now - ws.creation_time(wl)) if meta.get("creationTimestamp") else "",
             )
         )
@@ -136,17 +99,6 @@ async def resolve(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | N
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
-    """The recorded dispatch decision (``kfed.io/placement``)."""
-
-    cluster: str
-    reason: str
-    rule: str
-    candidates: list[str]
-    at: str
-
-
-@dataclass(frozen=True, slots=True)
 class Explanation:
     workload: str
     job: str
@@ -161,37 +113,8 @@ class Explanation:
     checks: list[str] = field(default_factory=list)
     """Per admission check: ``multikueue: Ready: ...``."""
     conditions: list[str] = field(default_factory=list)
-    decision: Decision | None = None
+    decision: Placement | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def decision_of(workload: Obj) -> tuple[Decision | None, str | None]:
-    """The parsed placement annotation, or a note saying why it cannot be read."""
-    raw = ((workload.get("metadata") or {}).get("annotations") or {}).get(PLACEMENT_ANNOTATION)
-    if not raw:
-        return None, None
-    try:
-        data = json.loads(raw)
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as err:
-        return None, f"{PLACEMENT_ANNOTATION} is not readable JSON ({err})"
-    at = data.get("at")
-    when = ""
-    if isinstance(at, int | float):
-        when = dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    elif isinstance(at, str):
-        when = at
-    return (
-        Decision(
-            cluster=str(data.get("cluster") or ""),
-            reason=str(data.get("reason") or ""),
-            rule=str(data.get("rule") or ""),
-            candidates=[str(c) for c in data.get("candidates") or []],
-            at=when,
-        ),
-        None,
-    )
 
 
 def _assignments(workload: Obj) -> list[str]:
@@ -215,48 +138,11 @@ def _condition_line(condition: Obj) -> str:
     return text
 
 
-def _summary(workload: Obj, current: str, decision: Decision | None) -> str:
-    status = ws.status_of(workload)
-    conds = status.get("conditions")
-    checks = status.get("admissionChecks") or []
-    where = status.get("clusterName") or ""
-    if current == FINISHED:
-        finished = conditions.find(conds, C.FINISHED) or {}
-        on = f" on {where}" if where else ""
-        return f"finished{on} ({finished.get('reason', '')}): {finished.get('message', '')}"
-    if current == EVICTED:
-        evicted = conditions.find(conds, C.EVICTED) or {}
-        return (
-            f"evicted ({evicted.get('reason', '')}): {evicted.get('message', '')}; "
-            "it is requeued and will be admitted and placed again"
-        )
-    if current == PENDING:
-        if not ws.is_active(workload):
-            return "pending: the workload is deactivated (spec.active=false)"
-        reserved = conditions.find(conds, C.QUOTA_RESERVED)
-        if reserved is not None and reserved.get("message"):
-            return f"pending in its queue: {reserved['message']}"
-        return "pending in its queue: not considered yet (is the kfed manager running?)"
-    if current == RESERVED:
-        waiting = [c for c in checks if c.get("state") != "Ready"]
-        if waiting:
-            check = waiting[0]
-            return (
-                f"quota reserved, waiting for admission check {check.get('name')} "
-                f"({check.get('state', 'Pending')}): {check.get('message') or 'no message yet'}"
-            )
-        return "quota reserved, waiting to be admitted"
-    if where:
-        why = f": {decision.reason}" if decision is not None and decision.cluster == where else ""
-        return f"runs on {where}{why}"
-    return "admitted on the manager (no MultiKueue admission check: it is not federated)"
-
-
 def explain(workload: Obj, job: Obj | None = None) -> Explanation:
     meta = workload["metadata"]
     status = ws.status_of(workload)
-    current = state(workload)
-    decision, note = decision_of(workload)
+    current = state_of(workload)
+    decision, note = placement_of(workload)
     job_name = (
         (job or {}).get("metadata", {}).get("name")
         or (meta.get("annotations") or {}).get(C.JOB_NAME_ANNOTATION)
@@ -273,10 +159,10 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
         workload=f"{meta['namespace']}/{meta['name']}",
         job=str(job_name or ""),
         state=current,
-        summary=_summary(workload, current, decision),
+        summary=why(workload, placement=decision),
         queue=str((workload.get("spec") or {}).get("queueName") or ""),
         cluster_queue=str((status.get("admission") or {}).get("clusterQueue") or ""),
-        cluster=cluster(workload),
+        cluster=cluster_of(workload),
         assignments=_assignments(workload),
         checks=[
             f"{c.get('name')}: {c.get('state', 'Pending')}"

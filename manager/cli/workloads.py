@@ -15,6 +15,7 @@ from manager.cli.common import (
     connect_manager,
     connection_options,
     console,
+    output_option,
     run,
     split_key,
     target_of,
@@ -70,14 +71,7 @@ async def _workloads(target: Target, namespace: str | None, output: str) -> None
     show_default=True,
     help="Namespace of the workloads (the Jobs' namespace, as in kubectl; not kfed's namespace).",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A table for people, or JSON (one object per row) for scripts.",
-)
+@output_option(rows=True)
 @connection_options(namespace=False)
 def workloads_command(
     all_namespaces: bool,
@@ -154,14 +148,7 @@ async def _explain(target: Target, key: str, output: str) -> None:
 
 @click.command("explain")
 @click.argument("key", metavar="NAMESPACE/NAME")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Text for people, or JSON for scripts.",
-)
+@output_option(rows=False)
 @connection_options(namespace=False)
 def explain_command(key: str, output: str, kubeconfig: str | None, context: str | None) -> None:
     """Why a workload is pending, or why it runs where it runs.

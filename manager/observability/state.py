@@ -15,10 +15,9 @@ why it runs where it runs (the dispatch decision recorded in ``kfed.io/placement
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from manager import core
 from manager.api import constants as C
@@ -28,7 +27,16 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation import capacity
 from manager.federation.runtime import FederationController
-from manager.federation.settings import PLACEMENT_ANNOTATION
+from manager.federation.workloadview import (
+    FINISHED,
+    Placement,
+    Role,
+    cluster_of,
+    flavors_of,
+    placement_of,
+    state_of,
+    why,
+)
 from manager.telemetry.metrics import (
     ClusterQueueSample,
     QueueStatus,
@@ -37,15 +45,6 @@ from manager.telemetry.metrics import (
 )
 
 Obj = Mapping[str, Any]
-Role = Literal["manager", "worker"]
-
-PENDING, RESERVED, ADMITTED, FINISHED, EVICTED = (
-    "Pending",
-    "Reserved",
-    "Admitted",
-    "Finished",
-    "Evicted",
-)
 MAX_WORKLOADS = 500
 """Rows sent to the page: unfinished workloads first; the counts always cover every one."""
 
@@ -235,17 +234,6 @@ def queue_rows(state: ClusterState) -> list[QueueRow]:
 
 
 @dataclass(frozen=True, slots=True)
-class Placement:
-    """The dispatch decision recorded on a manager Workload (``kfed.io/placement``)."""
-
-    cluster: str
-    reason: str
-    rule: str
-    candidates: tuple[str, ...]
-    at: str
-
-
-@dataclass(frozen=True, slots=True)
 class WorkloadRow:
     namespace: str
     name: str
@@ -268,122 +256,23 @@ class WorkloadRow:
         return data
 
 
-def state_of(obj: Obj) -> str:
-    """Finished, Evicted (and not back yet), Admitted, Reserved (quota held, checks pending)
-    or Pending: the states ``kfed workloads`` shows."""
-    # One pass over the conditions (as ws.is_finished & co. decide): it runs for every
-    # workload on each refresh.
-    status = ws.status_of(obj)
-    true = {c.get("type") for c in status.get("conditions") or () if c.get("status") == "True"}
-    if C.FINISHED in true:
-        return FINISHED
-    if C.EVICTED in true:
-        return EVICTED
-    if status.get("admission") and C.QUOTA_RESERVED in true:
-        return ADMITTED if C.ADMITTED in true else RESERVED
-    return PENDING
-
-
-def placement_of(obj: Obj) -> Placement | None:
-    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(PLACEMENT_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    at = data.get("at")
-    when = (
-        dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if isinstance(at, int | float)
-        else str(at or "")
-    )
-    return Placement(
-        cluster=str(data.get("cluster") or ""),
-        reason=str(data.get("reason") or ""),
-        rule=str(data.get("rule") or ""),
-        candidates=tuple(str(c) for c in data.get("candidates") or []),
-        at=when,
-    )
-
-
-def _flavors(obj: Obj) -> tuple[str, ...]:
-    found: list[str] = []
-    for psa in (ws.status_of(obj).get("admission") or {}).get("podSetAssignments") or []:
-        for flavor in (psa.get("flavors") or {}).values():
-            if str(flavor) not in found:
-                found.append(str(flavor))
-    return tuple(found)
-
-
-def _cluster(obj: Obj) -> str:
-    status = ws.status_of(obj)
-    if status.get("clusterName"):
-        return str(status["clusterName"])
-    nominated = status.get("nominatedClusterNames") or []
-    return f"{','.join(nominated)} (nominated)" if nominated else ""
-
-
-def _reason(
-    obj: Obj, current: str, pending_reason: str | None, placement: Placement | None, role: Role
-) -> str:
-    status = ws.status_of(obj)
-    conds = status.get("conditions")
-    if current == FINISHED:
-        finished = conditions.find(conds, C.FINISHED) or {}
-        return f"finished ({finished.get('reason', '')}): {finished.get('message', '')}"
-    if current == EVICTED:
-        evicted = conditions.find(conds, C.EVICTED) or {}
-        return (
-            f"evicted ({evicted.get('reason', '')}): {evicted.get('message', '')}; "
-            "it goes back to its queue"
-        )
-    if current == PENDING:
-        if not ws.is_active(obj):
-            return "deactivated (spec.active is false)"
-        if pending_reason:
-            return pending_reason
-        reserved = conditions.find(conds, C.QUOTA_RESERVED) or {}
-        return str(reserved.get("message") or "waiting for its turn in the queue")
-    if current == RESERVED:
-        for check in status.get("admissionChecks") or []:
-            if check.get("state") != "Ready":
-                return (
-                    f"quota reserved; admission check {check.get('name')} is "
-                    f"{check.get('state', 'Pending')}: {check.get('message') or 'no message yet'}"
-                )
-        return "quota reserved, being admitted"
-    where = status.get("clusterName")
-    if where:
-        if placement is not None and placement.cluster == where and placement.reason:
-            return f"runs on {where}: {placement.reason}"
-        return f"runs on {where}"
-    origin = ((obj.get("metadata") or {}).get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
-    if role == "worker":
-        return f"admitted here; placed by the manager of origin {origin}" if origin else "admitted"
-    return "admitted on the manager (its queue has no MultiKueue check)"
-
-
 def workload_row(
     obj: Obj, *, pending_reason: str | None = None, role: Role = "manager"
 ) -> WorkloadRow:
     """A Workload as the dashboard lists it; ``pending_reason`` is the core's live answer to
     "why does it wait?" (None when the core has none)."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    current = state_of(obj)
-    placement = placement_of(obj)
+    placement, _ = placement_of(obj)  # an unreadable decision is left out
     return WorkloadRow(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         queue=str(spec.get("queueName") or ""),
-        cluster_queue=str((ws.status_of(obj).get("admission") or {}).get("clusterQueue") or ""),
-        flavors=_flavors(obj),
-        cluster=_cluster(obj),
-        state=current,
+        cluster_queue=ws.cluster_queue_of(obj),
+        flavors=flavors_of(obj),
+        cluster=cluster_of(obj),
+        state=state_of(obj),
         created=ws.creation_time(obj),
-        reason=_reason(obj, current, pending_reason, placement, role),
+        reason=why(obj, pending_reason=pending_reason, placement=placement, role=role),
         placement=placement,
     )
 

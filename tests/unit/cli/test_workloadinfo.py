@@ -9,6 +9,8 @@ from manager.cli import workloadinfo as wi
 from manager.cli.tables import render_text
 from manager.cli.workloads import render_explanation
 from manager.federation.settings import PLACEMENT_ANNOTATION
+from manager.federation.workloadview import state_of
+from manager.observability.state import workload_row
 from tests.unit.cli.builders import admission, condition, reserved_conditions, workload
 
 NOW = 1704067200.0 + 300  # five minutes after the builders' creationTimestamp
@@ -75,13 +77,18 @@ EVICTED = workload(
 
 
 def test_states() -> None:
-    assert [wi.state(w) for w in (PENDING, RESERVED, PLACED, FINISHED, EVICTED)] == [
+    assert [state_of(w) for w in (PENDING, RESERVED, PLACED, FINISHED, EVICTED)] == [
         "Pending",
         "Reserved",
         "Admitted",
         "Finished",
         "Evicted",
     ]
+
+
+def test_explain_and_the_dashboard_say_the_same_sentence() -> None:
+    for wl in (PENDING, RESERVED, PLACED, FINISHED, EVICTED):
+        assert wi.explain(wl).summary == workload_row(wl).reason
 
 
 def test_rows_show_queue_flavor_cluster_state_and_age() -> None:
@@ -109,8 +116,7 @@ def test_a_pending_workload_is_explained_by_its_queue_message() -> None:
 def test_a_reserved_workload_is_explained_by_its_admission_check() -> None:
     e = wi.explain(RESERVED)
     assert e.summary == (
-        "quota reserved, waiting for admission check multikueue (Pending): "
-        "dispatched to worker-2: fits"
+        "quota reserved; admission check multikueue is Pending: dispatched to worker-2: fits"
     )
     assert e.cluster_queue == "cq"
 

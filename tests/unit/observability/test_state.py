@@ -169,8 +169,13 @@ ADMISSION = {
 def test_a_pending_workload_shows_the_cores_live_reason() -> None:
     wl = workload(conditions=[cond(C.QUOTA_RESERVED, "False", "Pending", "old message")])
     row = workload_row(wl, pending_reason="insufficient unused quota for nvidia.com/gpu")
-    assert (row.state, row.reason) == ("Pending", "insufficient unused quota for nvidia.com/gpu")
-    assert workload_row(wl).reason == "old message", "without the core: the written condition"
+    assert (row.state, row.reason) == (
+        "Pending",
+        "pending in its queue: insufficient unused quota for nvidia.com/gpu",
+    )
+    assert workload_row(wl).reason == "pending in its queue: old message", (
+        "without the core: the written condition"
+    )
     wl["spec"]["active"] = False
     assert workload_row(wl).reason == "deactivated (spec.active is false)"
 
