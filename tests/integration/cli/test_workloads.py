@@ -136,7 +136,8 @@ def test_explain_waiting_for_the_multikueue_check(kfed: Kfed, workloads_ns: str)
     assert result.exit_code == 0, result.output
     explanation = json.loads(result.stdout)
     assert explanation["state"] == "Reserved"
-    assert explanation["summary"].endswith("(Pending): dispatched to worker-2: fits in worker-cq")
+    assert explanation["summary"].startswith("quota reserved; admission check mk-")
+    assert explanation["summary"].endswith(" is Pending: dispatched to worker-2: fits in worker-cq")
     assert explanation["cluster"] == "worker-2 (nominated)"
 
 

@@ -7,12 +7,14 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from e2e.local.cluster import LocalCluster
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
+from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
 
@@ -52,3 +54,28 @@ async def start_controller(api: KubeApi) -> AsyncIterator[StartController]:
     yield start
     for handle in running:
         await handle.stop()
+
+
+@pytest.fixture
+async def ns(api: KubeApi, unique: str) -> AsyncIterator[str]:
+    """A namespace of the test's own on the shared cluster."""
+    name = f"sc-{unique}"
+    await api.create(R.NAMESPACES, {"metadata": {"name": name}})
+    yield name
+    await api.delete(R.NAMESPACES, name)
+
+
+async def create_cluster_scoped(
+    api: KubeApi, res: R.Resource, body: dict[str, Any], cleanup: list[tuple[R.Resource, str]]
+) -> None:
+    await api.create(res, body)
+    cleanup.append((res, body["metadata"]["name"]))
+
+
+@pytest.fixture
+async def cluster_objects(api: KubeApi) -> AsyncIterator[list[tuple[R.Resource, str]]]:
+    """Cluster-scoped objects the test created (flavors, ClusterQueues), deleted at the end."""
+    created: list[tuple[R.Resource, str]] = []
+    yield created
+    for res, name in reversed(created):
+        await api.delete(res, name)

@@ -3,7 +3,6 @@ middle of admissions, on one real cluster with kwok GPU nodes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,33 +13,10 @@ from manager.controllers import workloadstatus as ws
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.controllers import builders as b
-from tests.integration.controllers.conftest import StartController
+from tests.integration.controllers.conftest import StartController, create_cluster_scoped
 from tests.integration.controllers.helpers import condition, job_complete, workload_of
 
 pytestmark = pytest.mark.full
-
-
-@pytest.fixture
-async def ns(api: KubeApi, unique: str) -> AsyncIterator[str]:
-    name = f"sc-{unique}"
-    await api.create(R.NAMESPACES, {"metadata": {"name": name}})
-    yield name
-    await api.delete(R.NAMESPACES, name)
-
-
-async def create_cluster_scoped(
-    api: KubeApi, res: R.Resource, body: dict[str, Any], cleanup: list[tuple[R.Resource, str]]
-) -> None:
-    await api.create(res, body)
-    cleanup.append((res, body["metadata"]["name"]))
-
-
-@pytest.fixture
-async def cluster_objects(api: KubeApi) -> AsyncIterator[list[tuple[R.Resource, str]]]:
-    created: list[tuple[R.Resource, str]] = []
-    yield created
-    for res, name in reversed(created):
-        await api.delete(res, name)
 
 
 async def admitted_count(api: KubeApi, ns: str, names: list[str]) -> int:
