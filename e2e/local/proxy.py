@@ -96,8 +96,23 @@ class CuttableProxy:
         async def close() -> None:
             if self._server is not None:
                 self._server.close()
-            for w in list(self._writers):
+            writers = list(self._writers)
+            for w in writers:
                 w.close()
+            # Let every connection's handler finish and its sockets actually close before
+            # the loop stops: a socket left to the garbage collector is a ResourceWarning
+            # in whichever test happens to be running then.
+            # (Closing both ends ends the pumps; a handler still opening its upstream
+            # connection is cancelled.)
+            handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            if handlers:
+                _, stuck = await asyncio.wait(handlers, timeout=5)
+                for task in stuck:
+                    task.cancel()
+                await asyncio.gather(*stuck, return_exceptions=True)
+            for w in writers:
+                with contextlib.suppress(OSError, asyncio.CancelledError):
+                    await w.wait_closed()
 
         if self._thread.is_alive():
             asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)

@@ -74,7 +74,9 @@ class Watcher:
     _manager: list[tuple[float, bool, dict[str, str]]] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
-    _latest: dict[str, frozenset[str]] = field(default_factory=dict)
+    _runs: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    """Cluster -> probe -> (first, last) sample time of its current run of Running samples
+    there: the live counterpart of ``drillreport.running_intervals``."""
     moved: dict[str, str] = field(default_factory=dict)
     """Probe -> the other cluster it was first seen running on after the break."""
     lost_at: float | None = None
@@ -144,7 +146,7 @@ class Watcher:
                 if w["metadata"]["name"] in names
             )
             self._workers.append((at, cluster, running, copies))
-            self._latest[cluster] = running
+            self._track_runs(at - self.zero, cluster, running)
             self._notice(at - self.zero, cluster, running, copies)
             await self._pace(sent)
 
@@ -195,6 +197,25 @@ class Watcher:
             self._seen.add(key)
             self.on_event(at, text)
 
+    def _track_runs(self, at: float, cluster: str, running: frozenset[str]) -> None:
+        previous = self._runs.get(cluster, {})
+        self._runs[cluster] = {
+            probe: (previous[probe][0] if probe in previous else at, at) for probe in running
+        }
+
+    def _running_at_once(self, probe: str) -> list[str]:
+        """The clusters whose current runs of ``probe`` overlap another's, as the report will
+        judge it. Comparing each cluster's latest sample instead would raise false alarms: a
+        fresh sample of one worker against an older one of another, taken before the probe
+        stopped there."""
+        spans = {c: runs[probe] for c, runs in self._runs.items() if probe in runs}
+        return sorted(
+            a
+            for a, (a_first, a_last) in spans.items()
+            for b, (b_first, b_last) in spans.items()
+            if a != b and max(a_first, b_first) <= min(a_last, b_last)
+        )
+
     def _notice(
         self, at: float, cluster: str, running: frozenset[str], copies: frozenset[str]
     ) -> None:
@@ -209,7 +230,7 @@ class Watcher:
             if cluster != target and probe in running:
                 self.moved.setdefault(probe, cluster)
                 self._once(at, f"running:{probe}", f"{probe} runs on {cluster}")
-            on = sorted(c for c, r in self._latest.items() if probe in r)
+            on = sorted(set(self._running_at_once(probe)))
             if len(on) > 1:
                 self._once(
                     at,

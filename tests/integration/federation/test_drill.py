@@ -107,9 +107,12 @@ def assert_moved_without_double_runs(report: dict[str, Any], cluster: str, probe
     for probe in report["probes"]:
         assert probe["moved_to"] and probe["moved_to"] != cluster
         assert not probe["double_runs"]
-        # The order of a safe failover: it stopped on the broken cluster before it ran again.
+        # The order of a safe failover (it stopped on the broken cluster before it ran
+        # again) is what "no double runs" asserts, from overlapping runs of samples. The gap
+        # compares samples of two different workers, so it is only exact to within one
+        # sampling interval: a fast drain may show it a little below zero.
         assert probe["stopped"] is not None and probe["running_elsewhere"] is not None
-        assert probe["margin"] >= 0
+        assert probe["margin"] > -report["interval"]
     assert report["restoration"]["active_again_after"] is not None
     assert report["restoration"]["cleaned_after"] is not None
     phases = {p["phase"]: p for p in report["phases"]}
