@@ -192,11 +192,13 @@ async def test_a_mounted_certificate_renewed_in_place_is_served_without_restart(
         renewed = certs.generate_serving_certificate(["127.0.0.1"])
         renewed.write(tmp_path)
 
+        # Trust both CAs: a client that trusts only the new one fails its handshake while
+        # the old certificate is still served, and a failed TLS handshake leaves its socket
+        # transport to the garbage collector (a ResourceWarning in some later test).
+        both = ca.ca_pem + renewed.ca_pem
+
         async def serves_the_renewed_one() -> bool:
-            try:
-                served = await served_certificate(webhook.server.port, "127.0.0.1", renewed.ca_pem)
-            except (ssl.SSLError, OSError):
-                return False
+            served = await served_certificate(webhook.server.port, "127.0.0.1", both)
             return served == _der(renewed.cert_pem)
 
         await wait_for(serves_the_renewed_one, timeout=60, what="the renewed certificate served")
