@@ -32,42 +32,25 @@ from typing import Any
 
 from e2e.bench import procstats
 from e2e.bench.cluster import lite_cluster
+from e2e.bench.scheduler.generator import (
+    QueueRef,
+    WorkloadClass,
+    workload_name,
+    workload_object,
+)
 from e2e.local.cluster import LocalCluster
-from manager.api import constants as C
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
 Obj = dict[str, Any]
 
 
+BENCH_CLASS = WorkloadClass("bench", count=0, interval_ms=0, cpu=1, runtime_ms=0, priority=100)
+"""One-cpu Workloads, the shape the scheduler benchmark creates."""
+
+
 def workload(namespace: str, index: int) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "Workload",
-        "metadata": {"name": f"w-{index:06d}", "namespace": namespace},
-        "spec": {
-            "queueName": "bench",
-            "priority": 100,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"requests": {"cpu": "1"}},
-                                }
-                            ],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return workload_object(QueueRef(namespace, cohort=""), BENCH_CLASS, index)
 
 
 def admission_patch() -> Obj:
@@ -204,7 +187,7 @@ async def run_row(
             concurrency,
             lambda i: api.patch(
                 R.WORKLOADS,
-                f"w-{i:06d}",
+                workload_name(BENCH_CLASS, i),
                 admission_patch(),
                 namespace,
                 subresource="status",

@@ -22,6 +22,7 @@ from typing import Any
 
 from e2e.bench.federation.jobs import FLAVORS, LOCAL_QUEUE, NAMESPACE
 from manager.api import constants as C
+from manager.cli.registration import multikueue_cluster
 from manager.federation.settings import FederationSettings
 from manager.kube import resources as R
 
@@ -210,21 +211,7 @@ def registration(kubeconfigs: Mapping[str, str]) -> list[Applied]:
     objects: list[Applied] = [_namespace(FEDERATION_NAMESPACE)]
     for worker, text in sorted(kubeconfigs.items()):
         objects.append(worker_secret(worker, text))
-        objects.append(
-            (
-                R.MULTIKUEUE_CLUSTERS,
-                {
-                    "apiVersion": C.API_VERSION,
-                    "kind": "MultiKueueCluster",
-                    "metadata": {"name": worker},
-                    "spec": {
-                        "clusterSource": {
-                            "kubeConfig": {"location": worker, "locationType": "Secret"}
-                        }
-                    },
-                },
-            )
-        )
+        objects.append((R.MULTIKUEUE_CLUSTERS, multikueue_cluster(worker, secret=worker)))
     objects.append(
         (
             R.MULTIKUEUE_CONFIGS,

@@ -17,6 +17,7 @@ import yaml
 from e2e.local.federation import LocalFederation
 from e2e.local.proxy import CuttableProxy
 from manager.api import constants as C
+from manager.cli.registration import multikueue_cluster
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
 from manager.federation.admission_webhook import ManagerWebhook
@@ -76,19 +77,7 @@ async def register_workers(
                 NAMESPACE,
             )
         with contextlib.suppress(errors.AlreadyExists):
-            await api.create(
-                R.MULTIKUEUE_CLUSTERS,
-                {
-                    "apiVersion": C.API_VERSION,
-                    "kind": "MultiKueueCluster",
-                    "metadata": {"name": worker},
-                    "spec": {
-                        "clusterSource": {
-                            "kubeConfig": {"location": worker, "locationType": "Secret"}
-                        }
-                    },
-                },
-            )
+            await api.create(R.MULTIKUEUE_CLUSTERS, multikueue_cluster(worker, secret=worker))
     with contextlib.suppress(errors.AlreadyExists):
         await api.create(
             R.MULTIKUEUE_CONFIGS,
