@@ -1,6 +1,7 @@
-"""`python -m e2e up|down|status|kubeconfig`: local Kubernetes clusters for kfed.
+"""`python -m e2e up|down|status|kubeconfig|bin-dir`: local Kubernetes clusters for kfed.
 
 python -m e2e up --name demo --workers 2 --full
+export PATH="$(python -m e2e bin-dir):$PATH"      # the built kubectl
 kubectl --kubeconfig "$(python -m e2e kubeconfig --name demo --cluster worker-2)" get nodes
 python -m e2e status --name demo
 python -m e2e down --name demo
@@ -49,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     kubeconfig.add_argument("--name", required=True)
     kubeconfig.add_argument("--cluster", required=True)
     kubeconfig.add_argument("--provider", choices=["local", "kind"], default="local")
+
+    sub.add_parser("bin-dir", help="print the directory of the built kubectl (for $PATH)")
     return parser
 
 
@@ -84,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 path = LocalFederation.load(args.name).kubeconfig(args.cluster)
                 print(path)
+            return 0
+        if args.command == "bin-dir":
+            print(binaries.path_of("kubectl").parent)
             return 0
         if args.command == "status":
             rows = LocalFederation.load(args.name).status()

@@ -29,84 +29,28 @@ from typing import Any
 
 import yaml
 
+from e2e.examples import ARTICLE_JOBS, CLUSTERQUEUE_PATCH, MULTIKUEUE_CHECK, QUEUES, WORKERS
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from e2e.local.process import ManagedProcess
 from e2e.otlp_sink import TraceSink, story
 
-SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "examples"
 DEMO_NODES = Path(__file__).with_name("demo-nodes.yaml")
 NS = "ml-jobs"
-WORKER_GPUS: dict[str, dict[str, int]] = {
-    "worker-1": {"rtx-a1000": 2},
-    "worker-2": {"h100": 8, "rtx-a1000": 2},
-}
-"""GPUs per flavor in each worker's ClusterQueue (its nodes: e2e/demo-nodes.yaml)."""
+WORKER_NAMES = ("worker-1", "worker-2")
 BURST = 20
 
 
-def worker_queues(gpus: dict[str, int]) -> list[dict[str, Any]]:
-    group = "kueue.x-k8s.io/v1beta2"
-    flavors = [
-        {
-            "apiVersion": group,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": flavor},
-            "spec": {"nodeLabels": {"gpu.model": flavor}},
-        }
-        for flavor in gpus
-    ]
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-        *flavors,
-        {
-            "apiVersion": group,
-            "kind": "ClusterQueue",
-            "metadata": {"name": "gpu-cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                        "flavors": [
-                            {
-                                "name": flavor,
-                                "resources": [
-                                    {"name": "cpu", "nominalQuota": 64},
-                                    {"name": "memory", "nominalQuota": "512Gi"},
-                                    {"name": "nvidia.com/gpu", "nominalQuota": count},
-                                ],
-                            }
-                            for flavor, count in gpus.items()
-                        ],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": group,
-            "kind": "LocalQueue",
-            "metadata": {"name": "gpu-lq", "namespace": NS},
-            "spec": {"clusterQueue": "gpu-cq"},
-        },
-    ]
-
-
-MANAGER_CHECK = [
-    {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "AdmissionCheck",
-        "metadata": {"name": "multikueue"},
-        "spec": {
-            "controllerName": "kueue.x-k8s.io/multikueue",
-            "parameters": {
-                "apiGroup": "kueue.x-k8s.io",
-                "kind": "MultiKueueConfig",
-                "name": "workers",
-            },
-        },
-    },
-]
+def worker_offer(queues: Path) -> str:
+    """What a worker's queues file offers, for a person: "2 rtx-a1000" or "8 h100, 2 ..."."""
+    offers = []
+    for doc in yaml.safe_load_all(queues.read_text()):
+        if doc and doc.get("kind") == "ClusterQueue":
+            for group in doc["spec"]["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    gpus = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+                    offers.append(f"{gpus.get('nvidia.com/gpu', 0)} {flavor['name']}")
+    return ", ".join(offers)
 
 
 def burst_job(index: int) -> dict[str, Any]:
@@ -216,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for cluster in fed:
             install_crds(cluster)
-        for worker in WORKER_GPUS:
+        for worker in WORKER_NAMES:
             nodes = fed.kubectl(worker, "get", "nodes", "-L", "gpu.model").stdout.strip()
             print(f"-- {worker} ({fed.cluster(worker).server}):\n{nodes}")
         logs = fed.directory / "logs"
@@ -225,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
             "OTEL_BSP_SCHEDULE_DELAY": "500",  # export within half a second, for the demo
         }
-        ports = {"manager": free_port(), **{w: free_port() for w in WORKER_GPUS}}
-        for worker in WORKER_GPUS:
+        ports = {"manager": free_port(), **{w: free_port() for w in WORKER_NAMES}}
+        for worker in WORKER_NAMES:
             proc = ManagedProcess(
                 f"shim-{worker}",
                 [
@@ -262,18 +206,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   manager and worker shims started; logs in {logs}")
 
         step("manager queues: the article's 01-queues.yaml, unchanged, plus the MultiKueue check")
-        fed.kubectl("manager", "apply", "-f", "-", input=yaml.safe_dump_all(MANAGER_CHECK))
-        fed.kubectl("manager", "apply", "-f", str(SEED / "01-queues.yaml"))
-        patch = '{"spec":{"admissionChecksStrategy":{"admissionChecks":[{"name":"multikueue"}]}}}'
-        fed.kubectl("manager", "patch", "clusterqueue", "gpu-cq", "--type=merge", "-p", patch)
-        for worker, gpus in WORKER_GPUS.items():
-            fed.kubectl(worker, "apply", "-f", "-", input=yaml.safe_dump_all(worker_queues(gpus)))
-            offer = ", ".join(f"{n} {flavor}" for flavor, n in gpus.items())
-            print(f"   {worker}: ClusterQueue gpu-cq with {offer} GPUs")
+        fed.kubectl("manager", "apply", "-f", str(QUEUES))
+        fed.kubectl("manager", "apply", "-f", str(MULTIKUEUE_CHECK))
+        fed.kubectl(
+            "manager",
+            "patch",
+            "clusterqueue",
+            "gpu-cq",
+            "--type=merge",
+            "--patch-file",
+            str(CLUSTERQUEUE_PATCH),
+        )
+        for worker in WORKER_NAMES:
+            queues = WORKERS / f"{worker}-queues.yaml"
+            fed.kubectl(worker, "apply", "-f", str(queues))
+            print(
+                f"   {worker}: ClusterQueue gpu-cq with {worker_offer(queues)} GPUs ({queues.name})"
+            )
 
         kfed = str(Path(sys.executable).with_name("kfed"))
         on_manager = ["--kubeconfig", str(fed.kubeconfig("manager"))]
-        for worker in WORKER_GPUS:
+        for worker in WORKER_NAMES:
             step(f"kfed cluster add {worker} --kubeconfig-file <its kubeconfig>")
             subprocess.run(
                 [
@@ -293,8 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             f"then a burst of {BURST} one-GPU jobs; placements as they happen:"
         )
         placements = Placements(fed)
-        for manifest in ("02-light-job.yaml", "03-heavy-job.yaml"):
-            fed.kubectl("manager", "apply", "-f", str(SEED / manifest))
+        for manifest in ARTICLE_JOBS:
+            fed.kubectl("manager", "apply", "-f", str(manifest))
         fed.kubectl(
             "manager",
             "apply",
@@ -354,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         step("where to look")
         print(f"   dashboard:  http://127.0.0.1:{ports['manager']}/dashboard")
         print(f"   metrics:    http://127.0.0.1:{ports['manager']}/metrics (manager), ", end="")
-        print(", ".join(f"http://127.0.0.1:{ports[w]}/metrics ({w})" for w in WORKER_GPUS))
+        print(", ".join(f"http://127.0.0.1:{ports[w]}/metrics ({w})" for w in WORKER_NAMES))
         print(f"   traces:     {sink.path} (OTLP/HTTP receiver at {sink.endpoint})")
         print(f"   logs:       {logs}")
         print(f"   kubeconfig: python -m e2e kubeconfig --name {args.name} --cluster manager")

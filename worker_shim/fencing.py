@@ -24,6 +24,7 @@ from manager.kube import errors, lease
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.informer import Informer
+from manager.kube.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +68,7 @@ class Fencing:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stop_tasks(tasks)
 
     async def _heartbeat(self) -> None:
         ns, name = self.settings.namespace, SHIM_HEARTBEAT_LEASE

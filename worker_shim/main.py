@@ -48,7 +48,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="address of /healthz, /readyz, /metrics and /dashboard",
     )
     parser.add_argument(
-        "--metrics-port", type=int, default=8080, help="their port; 0: any free port (logged)"
+        "--metrics-port",
+        type=int,
+        default=8081,
+        help="their port (the manager's default is 8080; give each further shim on one host "
+        "its own); 0: any free port (logged)",
     )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)

@@ -34,13 +34,14 @@ from pathlib import Path
 import yaml
 
 from e2e import binaries
+from e2e.examples import ARTICLE
 from e2e.kind import layout
 from e2e.kind.shell import Shell
 from e2e.local.federation import state_root
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-SEED = REPO.parent / "shared" / "seed" / "examples"
+SEED = ARTICLE
 ARTICLE_JOBS = {"light-job": "worker-1", "heavy-job": "worker-2"}
 """Where the article says each job runs."""
 MANAGER_OVERLAY = DEPLOY / "manager" / "overlays" / "default"

@@ -128,7 +128,7 @@ def add(
     timeout: float,
     kubeconfig: str | None,
     context: str | None,
-    namespace: str,
+    namespace: str | None,
 ) -> None:
     """Register worker cluster NAME from its kubeconfig.
 
@@ -183,7 +183,7 @@ async def _list(target: Target, output: str) -> None:
 @group.command("list")
 @output_option(rows=True)
 @connection_options()
-def list_(output: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+def list_(output: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
     """List registered worker clusters: whether the manager is connected to each (Active, its
     reason and message), its maintenance state and the MultiKueueConfigs listing it."""
     run(_list(target_of(kubeconfig, context, namespace), output))
@@ -203,7 +203,7 @@ async def _remove(target: Target, name: str) -> None:
 @group.command("remove")
 @click.argument("name")
 @connection_options()
-def remove(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+def remove(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
     """Unregister worker cluster NAME: take it out of every MultiKueueConfig (deleting a
     config it was the last member of), then delete its MultiKueueCluster and its Secret.
 
@@ -226,7 +226,7 @@ async def _maintain(target: Target, name: str, mode: str | None, done: str) -> N
 @group.command("cordon")
 @click.argument("name")
 @connection_options()
-def cordon(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+def cordon(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
     """Stop placing new workloads on worker NAME.
 
     Sets the annotation kfed.io/maintenance=cordon on MultiKueueCluster NAME. Workloads
@@ -246,7 +246,7 @@ def cordon(name: str, kubeconfig: str | None, context: str | None, namespace: st
 @group.command("drain")
 @click.argument("name")
 @connection_options()
-def drain(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+def drain(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
     """Move every workload off worker NAME and place nothing new there.
 
     Sets the annotation kfed.io/maintenance=drain on MultiKueueCluster NAME. Like cordon, and
@@ -266,7 +266,7 @@ def drain(name: str, kubeconfig: str | None, context: str | None, namespace: str
 @group.command("uncordon")
 @click.argument("name")
 @connection_options()
-def uncordon(name: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+def uncordon(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
     """End maintenance of worker NAME: remove the kfed.io/maintenance annotation, so the
     manager places workloads there again."""
     run(

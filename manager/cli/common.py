@@ -133,36 +133,70 @@ def output_option(*, rows: bool) -> Callable[[F], F]:
 def connection_options(*, namespace: bool = True) -> Callable[[F], F]:
     """``--kubeconfig``/``--context`` for the manager cluster (and ``--namespace``, kfed's
     namespace there). The command receives them as keyword arguments; ``target_of`` packs
-    them."""
+    them. Each may also be given before the subcommand (``kfed --kubeconfig F workloads``):
+    the subcommand's own value wins, then the group's, then the default."""
 
     def decorate(f: F) -> F:
         if namespace:
-            f = click.option(
-                "--namespace",
-                default=DEFAULT_NAMESPACE,
-                show_default=True,
-                envvar="KFED_NAMESPACE",
-                help="kfed's namespace on the manager: where the workers' kubeconfig Secrets "
-                "live (env KFED_NAMESPACE).",
-            )(f)
-        f = click.option(
-            "--context",
-            default=None,
-            help="Context of the manager cluster in the kubeconfig (default: its current-context).",
-        )(f)
-        f = click.option(
-            "--kubeconfig",
-            default=None,
-            metavar="PATH",
-            help="Kubeconfig of the MANAGER cluster (default: $KUBECONFIG, else ~/.kube/config).",
-        )(f)
-        return f
+            f = _namespace_option(f)
+        f = _context_option(f)
+        return _kubeconfig_option(f)
 
     return decorate
 
 
+def _kubeconfig_option(f: F) -> F:
+    return click.option(
+        "--kubeconfig",
+        default=None,
+        metavar="PATH",
+        help="Kubeconfig of the MANAGER cluster (default: $KUBECONFIG, else ~/.kube/config).",
+    )(f)
+
+
+def _context_option(f: F) -> F:
+    return click.option(
+        "--context",
+        default=None,
+        help="Context of the manager cluster in the kubeconfig (default: its current-context).",
+    )(f)
+
+
+def _namespace_option(f: F) -> F:
+    return click.option(
+        "--namespace",
+        default=None,
+        envvar="KFED_NAMESPACE",
+        help="kfed's namespace on the manager: where the workers' kubeconfig Secrets live "
+        f"(env KFED_NAMESPACE; default {DEFAULT_NAMESPACE}).",
+    )(f)
+
+
+def group_connection_options(f: F) -> F:
+    """The same connection options on the ``kfed`` group itself, kept in its context object
+    for every subcommand (``kfed --kubeconfig F cluster add ...``)."""
+    return _kubeconfig_option(_context_option(_namespace_option(f)))
+
+
+def remember_group_target(
+    ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None
+) -> None:
+    ctx.obj = Target(kubeconfig, context, namespace or DEFAULT_NAMESPACE)
+
+
+def _group_target() -> Target:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    return root.obj if root is not None and isinstance(root.obj, Target) else Target()
+
+
 def target_of(kubeconfig: str | None, context: str | None, namespace: str | None = None) -> Target:
-    return Target(kubeconfig, context, namespace or DEFAULT_NAMESPACE)
+    group = _group_target()
+    return Target(
+        kubeconfig or group.kubeconfig,
+        context or group.context,
+        namespace or group.namespace,
+    )
 
 
 # -- errors -----------------------------------------------------------------------------------

@@ -584,7 +584,9 @@ def maintenance(**kw: Any) -> None:
     help="The worker cluster an interrupted drill left broken.",
 )
 @connection_options()
-def restore(cluster: str, kubeconfig: str | None, context: str | None, namespace: str) -> None:
+def restore(
+    cluster: str, kubeconfig: str | None, context: str | None, namespace: str | None
+) -> None:
     """Put back what an interrupted drill (killed before it could restore) left on --cluster.
 
     Points the cluster's kubeconfig Secret at its original server again (recorded in the

@@ -15,7 +15,6 @@ copied, running elsewhere, running twice) through ``on_event``, for the live pro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from manager.controllers import workloadstatus as ws
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from manager.kube.tasks import stop_tasks
 
 Obj = dict[str, Any]
 
@@ -99,11 +99,7 @@ class Watcher:
         self._tasks.append(asyncio.create_task(self._poll_manager(), name="drill-watch/manager"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_tasks(self._tasks)
         self._tasks = []
 
     def has_samples_of_every_worker(self) -> bool:

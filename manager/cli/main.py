@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import click
 
-from manager.cli import cluster, crds, drill, submit, whatif, workloads
+from manager.cli import cluster, common, crds, drill, submit, whatif, workloads
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kfed")
-def main() -> None:
+@common.group_connection_options
+@click.pass_context
+def main(
+    ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None
+) -> None:
     """kfed: federate GPU batch Jobs across Kubernetes clusters, the MultiKueue way.
 
     Every command that talks to a cluster takes --kubeconfig and --context for the MANAGER
-    cluster. Exit codes: 0 ok, 1 failed or timed out, 2 bad input or usage, 3 a cluster
-    cannot be reached.
+    cluster, before or after the subcommand's name. Exit codes: 0 ok, 1 failed or timed out,
+    2 bad input or usage, 3 a cluster cannot be reached.
     """
+    common.remember_group_target(ctx, kubeconfig, context, namespace)
 
 
 main.add_command(crds.command)

@@ -92,7 +92,7 @@ def command(
     output: str,
     kubeconfig: str | None,
     context: str | None,
-    namespace: str,
+    namespace: str | None,
 ) -> None:
     """Where the Job(s) in FILE would go now, without creating or changing anything.
 

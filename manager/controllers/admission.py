@@ -9,7 +9,6 @@ forgotten when the write fails or no longer applies (the workload goes back to i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
 from manager.kube import errors
 from manager.kube import resources as R
+from manager.kube.tasks import wait_event
 from manager.kube.update import Mutate, patch_guarded
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,7 @@ class AdmissionLoop:
                 wake_at = state.core.next_requeue_at()
                 if wake_at is not None:
                     timeout = max(0.0, wake_at - time.time())
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(state.changed.wait(), timeout)
+                await wait_event(state.changed, timeout)
                 state.changed.clear()
                 while True:
                     started = time.perf_counter()

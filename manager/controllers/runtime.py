@@ -9,7 +9,6 @@ then starts scheduling.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -21,6 +20,7 @@ from manager.controllers.state import ClusterState
 from manager.controllers.workloads import WorkloadController
 from manager.kube import errors
 from manager.kube.api import KubeApi
+from manager.kube.tasks import stop_tasks
 from manager.kube.workqueue import QueueClosed, WorkQueue
 from manager.telemetry.metrics import Metrics
 
@@ -103,8 +103,4 @@ class ClusterController:
         finally:
             self.workloads.queue.close()
             self.jobs.queue.close()
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stop_tasks(tasks)

@@ -22,7 +22,6 @@ or by reference to the in-cluster Service in front of the replicas (``service``)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -35,6 +34,7 @@ from manager.federation.webhook import MUTATE_JOB_PATH, ClusterStateQueues, Webh
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
+from manager.kube.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +102,7 @@ class ManagerWebhook:
             self.started.set()
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stop_tasks(tasks)
             await self.server.stop()
             if self._tmp is not None:
                 self._tmp.cleanup()

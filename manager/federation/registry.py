@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import hashlib
 import logging
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.informer import Event, Informer
+from manager.kube.tasks import stop_tasks, wait_event
 
 log = logging.getLogger(__name__)
 
@@ -140,16 +140,11 @@ class ClusterRegistry:
                     await self._first_connections()
                     self.synced.set()
                 await self.write_status()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._dirty.wait(), timeout=1.0)
+                await wait_event(self._dirty, timeout=1.0)
         finally:
             for entry in self.clusters.values():
                 await self._stop(entry)
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stop_tasks(tasks)
 
     async def _sync(self) -> None:
         wanted = {obj["metadata"]["name"]: obj for obj in self.mk_clusters.items()}
@@ -258,9 +253,7 @@ class ClusterRegistry:
 
     async def _stop(self, entry: ClusterEntry) -> None:
         if entry.task is not None:
-            entry.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await entry.task
+            await stop_tasks([entry.task])
         if entry.remote is not None:
             await entry.remote.api.close()
         entry.task, entry.remote = None, None

@@ -30,6 +30,7 @@ from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.backoff import Backoff
 from manager.kube.informer import Informer
+from manager.kube.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +180,7 @@ class RemoteCluster:
                 self._changed()
                 await asyncio.sleep(delay)
         finally:
-            for task in self._tasks:
-                task.cancel()
-            for task in self._tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stop_tasks(self._tasks)
 
     async def _connect(self) -> None:
         async with asyncio.timeout(self.settings.request_timeout * 2):

@@ -18,6 +18,7 @@ from manager.federation.settings import FederationSettings
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from manager.kube.tasks import stop_tasks
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,7 @@ class FederationController:
             await asyncio.gather(*tasks)
         finally:
             self.dispatcher.queue.close()
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stop_tasks(tasks)
 
     async def _rescan_loop(self) -> None:
         while True:

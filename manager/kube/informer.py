@@ -18,7 +18,6 @@ key on a work queue.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -30,6 +29,7 @@ from manager.kube import errors
 from manager.kube.api import KubeApi, Obj
 from manager.kube.backoff import Backoff
 from manager.kube.resources import Resource, key_of
+from manager.kube.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -222,8 +222,4 @@ async def run_until_cancelled(*informers: Informer) -> None:
     try:
         await asyncio.gather(*tasks)
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await stop_tasks(tasks)

@@ -154,8 +154,11 @@ class LeaderElector:
 
 
 async def _cancel(*tasks: asyncio.Task[None]) -> None:
+    """Stop ``tasks`` and raise the first one's failure; a cancel of the caller propagates
+    (``asyncio.wait`` never swallows it, unlike suppressing CancelledError around ``await``)."""
     for task in tasks:
         task.cancel()
+    await asyncio.wait(tasks)
     for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        if not task.cancelled() and (err := task.exception()) is not None:
+            raise err

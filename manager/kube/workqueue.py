@@ -11,13 +11,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import time
 from collections import deque
 
 from manager.kube.backoff import Backoff
+from manager.kube.tasks import wait_event
 
 
 class WorkQueue:
@@ -89,8 +89,7 @@ class WorkQueue:
                 raise QueueClosed(self.name)
             self._wakeup.clear()
             timeout = self._delayed[0][0] - time.monotonic() if self._delayed else None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
+            await wait_event(self._wakeup, timeout)
 
     def done(self, key: str) -> None:
         self._in_flight.discard(key)

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes_asyncio.client import ApiClient, ApiException, CustomObjectsApi
 
+from e2e.examples import QUEUES
 from e2e.local.federation import LocalFederation
 from manager.api import KubeObject, Workload, parse_object
 from manager.api.constants import GROUP, VERSION
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[3]
-SEED_QUEUES = REPO.parent / "shared" / "seed" / "examples" / "01-queues.yaml"
+SEED_QUEUES = QUEUES
 SEED_OBJECTS = [
     ("resourceflavors", "rtx-a1000", None),
     ("resourceflavors", "h100", None),
@@ -57,9 +56,8 @@ def assert_round_trips(item: dict[str, Any]) -> KubeObject:
 
 @pytest.fixture
 def seed_queues(kueue_crds: LocalFederation) -> Iterator[LocalFederation]:
-    """The seed article's queues, applied unchanged; removed again unless they were there."""
-    if not SEED_QUEUES.exists():
-        pytest.skip(f"seed manifests not found at {SEED_QUEUES} (shared/ beside the repo)")
+    """The article's queues (kfed's copy in examples/), applied unchanged; removed again unless
+    they were there."""
     existed = {obj for obj in SEED_OBJECTS if _exists(kueue_crds, *obj)}
     kueue_crds.kubectl("manager", "apply", "-f", str(SEED_QUEUES))
     try:

@@ -8,13 +8,14 @@ from typing import Any
 
 import yaml
 
+from e2e.examples import ARTICLE
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
-SEED = Path(__file__).resolve().parents[4] / "shared" / "seed" / "examples"
+SEED = ARTICLE
 
 
 def seed(name: str) -> Path:

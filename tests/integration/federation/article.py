@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import Any
 
+from e2e.examples import ARTICLE
 from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
 from manager.api import constants as C
@@ -15,7 +15,7 @@ from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.federation.bed import CHECK
 
-SEED = Path(__file__).resolve().parents[4] / "shared" / "seed" / "examples"
+SEED = ARTICLE
 NS = "ml-jobs"
 
 WORKER_FLAVORS = {

@@ -1,7 +1,7 @@
 """kfed's CRDs agree with upstream Kueue's, and every difference is written down.
 
 For each kind, against upstream's generated v1beta2 CRD (Kueue v0.19.2, kept beside the
-repository in ``shared/reference/``):
+repository; see ``tests/references.py``):
 
 - every field kfed declares exists upstream with the same type, format, enum and default;
 - every upstream field kfed does not declare is listed in docs/api.md's table of
@@ -24,9 +24,10 @@ import yaml
 from manager.api import crdgen
 from manager.api.kinds import KUEUE_KINDS
 from manager.api.meta import KubeObject
+from tests import references
 
 REPO = Path(__file__).resolve().parents[3]
-UPSTREAM = REPO.parent / "shared" / "reference" / "upstream-crds-v0.19.2"
+UPSTREAM = references.UPSTREAM_CRDS
 API_DOC = REPO / "docs" / "api.md"
 
 KINDS = pytest.mark.parametrize("kind", KUEUE_KINDS, ids=lambda k: k.__name__)
@@ -54,8 +55,8 @@ def _shape(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upstream(kind: type[KubeObject]) -> dict[str, dict[str, Any]]:
-    if not UPSTREAM.is_dir():
-        pytest.skip(f"upstream reference CRDs not found at {UPSTREAM} (shared/ beside the repo)")
+    if reason := references.missing(UPSTREAM, "upstream's reference CRDs"):
+        pytest.skip(reason)
     crd = yaml.safe_load((UPSTREAM / crdgen.file_name(kind)).read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
     return dict(_flatten(version["schema"]["openAPIV3Schema"]))

@@ -31,6 +31,7 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[
 
 
 ALL = list(_commands(main))
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_the_expected_commands_exist() -> None:
@@ -227,3 +228,87 @@ def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path: Path) 
     assert result.returncode == EXIT_USAGE
     assert result.stdout == ""
     _one_error_line(result.stderr)
+
+
+# -- connection options before or after the subcommand --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["workloads", "-A"],
+        ["explain", "ml-jobs/light-job"],
+        ["cluster", "list"],
+        ["cluster", "add", "worker-1", "--kubeconfig-file", "WORKER"],
+        ["whatif", "examples/article/03-heavy-job.yaml"],
+    ],
+    ids=lambda argv: " ".join(argv[:2]),
+)
+def test_the_manager_kubeconfig_is_accepted_before_the_subcommand(
+    argv: list[str], tmp_path: Path
+) -> None:
+    """docs/quickstart.md writes `kfed --kubeconfig F workloads -A`: the group takes it too."""
+    from manager.cli.common import Target, target_of
+
+    captured: list[Target] = []
+
+    @click.command()
+    def probe() -> None:
+        captured.append(target_of(None, None, None))
+
+    main.add_command(probe, "probe-target")
+    try:
+        result = CliRunner().invoke(
+            main, ["--kubeconfig", "/tmp/m.kubeconfig", "--context", "c", "probe-target"]
+        )
+    finally:
+        main.commands.pop("probe-target")
+    assert result.exit_code == 0, result.output
+    assert captured == [Target("/tmp/m.kubeconfig", "c", "kueue-system")]
+    # And the real command line parses (no "No such option"); connecting is a later step.
+    worker = tmp_path / "worker.kubeconfig"
+    worker.write_text(yaml.safe_dump(_inline_kubeconfig()))
+    argv = [
+        str(worker) if a == "WORKER" else str(REPO / a) if a.startswith("examples/") else a
+        for a in argv
+    ]
+    parsed = CliRunner().invoke(main, ["--kubeconfig", "/nonexistent/kubeconfig", *argv])
+    assert "No such option" not in parsed.output, parsed.output
+    assert "/nonexistent/kubeconfig" in parsed.output, parsed.output
+
+
+def _inline_kubeconfig() -> dict[str, object]:
+    """A worker kubeconfig kfed's checks accept (inline CA and token), reaching nothing."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "w",
+                "cluster": {
+                    "server": "https://127.0.0.1:1",
+                    "certificate-authority-data": "LS0tLS1CRUdJTg==",
+                },
+            }
+        ],
+        "users": [{"name": "w", "user": {"token": "t"}}],
+        "contexts": [{"name": "w", "context": {"cluster": "w", "user": "w"}}],
+        "current-context": "w",
+    }
+
+
+def test_the_subcommands_own_connection_option_wins_over_the_groups() -> None:
+    from manager.cli.common import Target, target_of
+
+    captured: list[Target] = []
+
+    @click.command()
+    def probe() -> None:
+        captured.append(target_of("/tmp/own", None, "team-ns"))
+
+    main.add_command(probe, "probe-target")
+    try:
+        CliRunner().invoke(main, ["--kubeconfig", "/tmp/group", "--context", "g", "probe-target"])
+    finally:
+        main.commands.pop("probe-target")
+    assert captured == [Target("/tmp/own", "g", "team-ns")]
