@@ -68,6 +68,28 @@ _FAILOVER_METRIC_REASON: dict[str, FailoverReason] = {
 """``_retry`` reasons as the ``kfed_failovers_total`` reason label counts them."""
 
 
+def _ours(remote_obj: Obj, origin: str) -> bool:
+    """Made by this manager (its origin label), so kfed may change or delete it."""
+    labels = remote_obj["metadata"].get("labels") or {}
+    return labels.get(C.MULTIKUEUE_ORIGIN_LABEL) == origin
+
+
+def _made_for(remote_job: Obj, manager_wl: Obj) -> bool:
+    """A remote Job made for this manager Workload (not for an earlier one of that name)."""
+    labels = remote_job["metadata"].get("labels") or {}
+    return bool(labels.get(C.PREBUILT_WORKLOAD_LABEL) == manager_wl["metadata"]["name"])
+
+
+def _foreign_reason(kind: str, foreign: Obj) -> str:
+    meta = foreign["metadata"]
+    origin = (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
+    whose = f"another manager (origin {origin!r})" if origin else "someone else"
+    return (
+        f"a {kind} {meta['namespace']}/{meta['name']} that kfed did not create already exists "
+        f"there (made by {whose}); kfed leaves it alone"
+    )
+
+
 @dataclass
 class Placement:
     """A copy sent to one worker and not admitted there yet (capacity-aware mode)."""
@@ -104,6 +126,10 @@ class Dispatcher:
         self.reserved_at: dict[str, float] = {}
         self.winners: dict[str, str] = {}
         """The worker each placed workload runs on, as soon as it is chosen (AllAtOnce)."""
+        self.blocked: dict[str, dict[str, tuple[str, float]]] = {}
+        """Workers a workload must not go to for now, with why and until when (monotonic):
+        an object of the same name there that kfed did not create. Never touched; looked at
+        again after ``foreign_object_recheck``."""
         self.stats = Stats()
         self._rescan = False
         self.state.workloads.subscribe(self._on_manager_workload)
@@ -263,11 +289,22 @@ class Dispatcher:
         owner = ws.owner_job(obj)
         return self.state.jobs.get(owner) if owner else None
 
-    def _remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+    def _remote_job_name(self, obj: Obj) -> str | None:
         job = self._manager_job(obj)
         name = (job or {}).get("metadata", {}).get("name") or (
             obj["metadata"].get("annotations") or {}
         ).get(C.JOB_NAME_ANNOTATION)
+        return str(name) if name else None
+
+    def _remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+        """This workload's Job on the worker: ours by origin (the informer's selector) AND
+        made for this very workload (its prebuilt-workload label). A Job of the same name
+        left by an earlier workload of a same-named Job (still terminating) is not it."""
+        found = self._same_named_remote_job(remote, obj)
+        return found if found is not None and _made_for(found, obj) else None
+
+    def _same_named_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+        name = self._remote_job_name(obj)
         return remote.jobs().get(f"{obj['metadata']['namespace']}/{name}") if name else None
 
     # -- the reconcile -----------------------------------------------------------------
@@ -457,6 +494,8 @@ class Dispatcher:
                 )
             elif remote is None or not remote.connected:
                 result.append(capacity.Candidate(name, False, "not connected"))
+            elif (blocked := self._blocked_reason(ws.key_of(obj), name)) is not None:
+                result.append(capacity.Candidate(name, False, blocked))
             elif self._maintenance(name) in ("cordon", "drain"):
                 result.append(
                     capacity.Candidate(name, False, f"in maintenance ({self._maintenance(name)})")
@@ -602,6 +641,7 @@ class Dispatcher:
             for n in clusters
             if (allowed is None or n in allowed)
             and self._maintenance(n) == ""
+            and self._blocked_reason(key, n) is None
             and (r := self.registry.remote(n)) is not None
             and r.connected
         ]
@@ -651,7 +691,10 @@ class Dispatcher:
                 if other is not None:
                     await self._delete_copy(other, key, obj)
         job = self._manager_job(obj)
-        if job is not None and self._remote_job(remote, obj) is None:
+        earlier = self._same_named_remote_job(remote, obj)
+        if earlier is not None and not _made_for(earlier, obj):
+            return await self._wait_for_earlier_job(obj, check, remote, earlier)
+        if job is not None and earlier is None:
             body = remoteobjects.remote_job(
                 job,
                 workload_name=obj["metadata"]["name"],
@@ -671,7 +714,13 @@ class Dispatcher:
                     attributes={"kfed.cluster": remote.name, "k8s.kind": "Job"},
                 )
             except errors.AlreadyExists:
-                pass
+                existing = await self._read_remote(remote, R.JOBS, body)
+                if existing is None:
+                    return 0.5  # deleted meanwhile: create it on the next pass
+                if not _ours(existing, self.settings.origin):
+                    return await self._refuse_worker(key, obj, check, remote, "Job", existing)
+                if not _made_for(existing, obj):
+                    return await self._wait_for_earlier_job(obj, check, remote, existing)
         written = await self._set_check(
             obj,
             check,
@@ -725,10 +774,61 @@ class Dispatcher:
             )
             return True
         except errors.AlreadyExists:
+            existing = await self._read_remote(remote, R.WORKLOADS, body)
+            if existing is not None and not _ours(existing, self.settings.origin):
+                self._block(ws.key_of(obj), remote.name, _foreign_reason("Workload", existing))
+                return False
             return True
         except errors.KubeError as err:
             log.info("creating the copy of %s on %s failed: %s", ws.key_of(obj), remote.name, err)
             return False
+
+    async def _read_remote(self, remote: RemoteCluster, res: R.Resource, body: Obj) -> Obj | None:
+        meta = body["metadata"]
+        try:
+            return await remote.api.get(res, meta["name"], meta["namespace"])
+        except errors.NotFound:
+            return None
+
+    def _block(self, key: str, cluster: str, reason: str) -> None:
+        log.warning("workload %s: not placing it on %s: %s", key, cluster, reason)
+        until = time.monotonic() + self.settings.foreign_object_recheck
+        self.blocked.setdefault(key, {})[cluster] = (reason, until)
+
+    def _blocked_reason(self, key: str, cluster: str) -> str | None:
+        reason, until = self.blocked.get(key, {}).get(cluster, ("", 0.0))
+        return reason if time.monotonic() < until else None
+
+    async def _refuse_worker(
+        self, key: str, obj: Obj, check: str, remote: RemoteCluster, kind: str, foreign: Obj
+    ) -> float | None:
+        """An object kfed did not create holds the name there: leave it alone, take our copy
+        back (it holds the worker's quota for nothing) and place the workload elsewhere."""
+        self._block(key, remote.name, _foreign_reason(kind, foreign))
+        self.winners.pop(key, None)
+        self.placements.pop(key, None)
+        self.tried.setdefault(key, set()).add(remote.name)
+        await self._delete_copy(remote, key, obj)
+        await self._set_check(
+            obj, check, "Pending", f"not placed on {remote.name}: {_foreign_reason(kind, foreign)}"
+        )
+        return 0.1
+
+    async def _wait_for_earlier_job(
+        self, obj: Obj, check: str, remote: RemoteCluster, earlier: Obj
+    ) -> float:
+        """A Job of this name that an earlier workload left on the worker (being deleted, or
+        to be collected) must be gone before ours is created: never adopt it."""
+        meta = earlier["metadata"]
+        how = "being deleted" if meta.get("deletionTimestamp") else "not yet collected"
+        await self._set_check(
+            obj,
+            check,
+            "Pending",
+            f"admitted on {remote.name}; waiting for the Job {meta['namespace']}/{meta['name']} "
+            f"of an earlier workload to be removed there ({how})",
+        )
+        return 1.0
 
     async def _delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> None:
         namespace, name = key.split("/", 1)
@@ -770,6 +870,7 @@ class Dispatcher:
 
     def _forget(self, key: str) -> None:
         self.winners.pop(key, None)
+        self.blocked.pop(key, None)
         self.placements.pop(key, None)
         self.tried.pop(key, None)
         self.waiting.discard(key)
@@ -897,4 +998,31 @@ class Dispatcher:
                 if obj is None or ws.is_finished(obj):
                     await self._delete_copy(remote, key, obj)
                     removed += 1
+            removed += await self._collect_orphan_jobs(remote)
+        return removed
+
+    async def _collect_orphan_jobs(self, remote: RemoteCluster) -> int:
+        """Our Jobs on a worker whose Workload is gone there and on the manager (left by a
+        copy deleted while the worker was unreachable, or by an earlier registration): they
+        would block a same-named Job submitted again."""
+        removed = 0
+        for job in list(remote.jobs().items()):
+            meta = job["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL, "")
+            key = f"{meta['namespace']}/{workload}"
+            owner = self.state.workloads.get(key)
+            if remote.workloads().get(key) is None and (owner is None or ws.is_finished(owner)):
+                log.info(
+                    "collecting orphan Job %s/%s on %s",
+                    meta["namespace"],
+                    meta["name"],
+                    remote.name,
+                )
+                with contextlib.suppress(errors.KubeError):
+                    await remote.api.delete(
+                        R.JOBS, meta["name"], meta["namespace"], propagation="Foreground"
+                    )
+                removed += 1
         return removed

@@ -252,11 +252,13 @@ class ClusterRegistry:
             )
 
     async def _stop(self, entry: ClusterEntry) -> None:
-        if entry.task is not None:
-            await stop_tasks([entry.task])
-        if entry.remote is not None:
-            await entry.remote.api.close()
-        entry.task, entry.remote = None, None
+        try:
+            if entry.task is not None:
+                await stop_tasks([entry.task])
+        finally:
+            if entry.remote is not None:
+                await entry.remote.api.close()
+            entry.task, entry.remote = None, None
 
     async def write_status(self) -> None:
         for name, entry in self.clusters.items():

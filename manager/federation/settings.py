@@ -49,6 +49,9 @@ class FederationSettings:
     fence_grace: float = 4.0
     """Extra time after the worker's lease surely expired, for the shim to suspend the jobs
     and their pods to stop, before the manager runs them elsewhere."""
+    foreign_object_recheck: float = 30.0
+    """A worker where an object of a workload's name exists that kfed did not create is
+    skipped for that workload; after this many seconds it is considered again."""
     unfenced_worker_lost_timeout: float = 300.0
     """Workers without kfed's shim (e.g. upstream Kueue) cannot fence themselves: wait this
     long after losing one before moving its workloads (upstream waits 15 minutes)."""

@@ -9,7 +9,8 @@ hangs whoever waits for the task to end (a test's teardown, a process on SIGTERM
   ``asyncio.timeout()`` instead, which tells its own timeout from a cancel from outside.
 - ``task.cancel()`` then ``with suppress(CancelledError): await task``: when the *caller*
   is cancelled during that await, its own CancelledError is suppressed too. ``stop_tasks``
-  swallows only the stopped tasks' cancellations, never the caller's.
+  swallows only the stopped tasks' cancellations, never the caller's; and it does not cancel
+  a task twice (``gather`` already cancelled it), which would cut short its own clean-up.
 """
 
 from __future__ import annotations
@@ -36,15 +37,26 @@ async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
 
 async def stop_tasks(tasks: Iterable[asyncio.Task[object]]) -> None:
     """Cancel ``tasks`` and wait until every one has ended. Their own cancellations are
-    expected and swallowed; if the caller itself is cancelled meanwhile, that propagates
-    (after the tasks have been told to stop)."""
+    expected and swallowed. A task already being cancelled (``asyncio.gather`` cancels its
+    children when it is cancelled) is not cancelled again: a second cancel would interrupt
+    its own clean-up. If the caller itself is cancelled meanwhile, the tasks are still waited
+    for, and then the caller's cancellation propagates."""
     pending = [task for task in tasks if not task.done()]
     for task in pending:
-        task.cancel()
+        if not task.cancelling():
+            task.cancel()
     if not pending:
         return
-    await asyncio.wait(pending)  # raises CancelledError only when the caller is cancelled
+    cancelled = False
+    while True:
+        try:
+            await asyncio.wait(pending)
+            break
+        except asyncio.CancelledError:
+            cancelled = True  # finish stopping what we started to stop, then propagate
     for task in pending:
         if not task.cancelled() and (err := task.exception()) is not None:
             # Stopping must go on for the others: say what failed, never re-raise it here.
             log.error("task %s failed while stopping: %r", task.get_name(), err, exc_info=err)
+    if cancelled:
+        raise asyncio.CancelledError

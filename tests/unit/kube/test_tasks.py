@@ -107,3 +107,34 @@ async def test_stop_tasks_waits_for_every_task_and_survives_one_failing() -> Non
     await stop_tasks(tasks)
     assert sorted(ended) == ["a", "b", "c"]
     assert all(t.done() for t in tasks)
+
+
+async def test_a_child_that_gather_already_cancelled_is_not_cancelled_again() -> None:
+    """``gather`` cancels its children when its caller is cancelled; stopping them again in
+    the caller's ``finally`` must not interrupt their own clean-up (closing sessions)."""
+    cleaned: list[bool] = []
+
+    async def child() -> None:
+        try:
+            await asyncio.sleep(60)
+        finally:
+            await asyncio.sleep(0.05)  # clean-up that awaits, like closing a client session
+            cleaned.append(True)
+
+    started = asyncio.Event()
+
+    async def parent() -> None:
+        task = asyncio.create_task(child())
+        try:
+            started.set()
+            await asyncio.gather(task)
+        finally:
+            await stop_tasks([task])
+
+    outer = asyncio.create_task(parent())
+    await started.wait()
+    await asyncio.sleep(0)
+    outer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert cleaned == [True]
