@@ -89,12 +89,19 @@ async def resolve(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | N
     ]
     if found:
         return found[0], job
-    queue = ((job["metadata"].get("labels") or {}).get(C.QUEUE_NAME_LABEL)) or ""
-    why = (
-        f"it has no {C.QUEUE_NAME_LABEL} label, so kfed does not manage it"
-        if not queue
-        else "is the kfed manager running on the manager cluster?"
-    )
+    labels = job["metadata"].get("labels") or {}
+    queue = labels.get(C.QUEUE_NAME_LABEL) or ""
+    prebuilt = labels.get(C.PREBUILT_WORKLOAD_LABEL)
+    if not queue:
+        why = f"it has no {C.QUEUE_NAME_LABEL} label, so kfed does not manage it"
+    elif prebuilt:
+        why = (
+            f"its label {C.PREBUILT_WORKLOAD_LABEL} names the Workload {namespace}/{prebuilt}, "
+            "which does not exist; kfed waits for that Workload and creates none of its own: "
+            "create it, or remove the label"
+        )
+    else:
+        why = "is the kfed manager running on the manager cluster?"
     raise CliError(f"Job {namespace}/{name} has no Workload yet: {why}")
 
 

@@ -171,9 +171,8 @@ class WorkloadController:
 
         if ws.is_evicted(obj) or not ws.is_active(obj):
             if not ws.is_evicted(obj):
-                written = await self._write(
-                    obj, lambda o: ws.evict(o, C.REASON_DEACTIVATED, "The workload is deactivated")
-                )
+                why = _deactivation_message(obj)
+                written = await self._write(obj, lambda o: ws.evict(o, C.REASON_DEACTIVATED, why))
                 if written is not None:
                     state.metrics.evicted(admission.cluster_queue, C.REASON_DEACTIVATED)
                 return None
@@ -273,6 +272,19 @@ class WorkloadController:
             )
         except errors.NotFound:
             return
+
+
+def _deactivation_message(obj: dict[str, Any]) -> str:
+    """Why it was deactivated, kept in its Evicted condition: the checks' states are reset
+    when its quota is released, so a rejection's reason would otherwise be lost."""
+    rejected = [
+        f"{c.get('name')}: {c.get('message', '')}"
+        for c in ws.status_of(obj).get("admissionChecks") or []
+        if c.get("state") == "Rejected"
+    ]
+    if rejected:
+        return "The workload is deactivated: admission check rejected it: " + "; ".join(rejected)
+    return "The workload is deactivated"
 
 
 def _evicted_reason(obj: dict[str, Any]) -> str:

@@ -242,7 +242,7 @@ class Dispatcher:
         if not self.registry.synced.is_set():
             return False
         for entry in self.registry.clusters.values():
-            remote = entry.remote
+            remote = entry.remote or entry.retired
             if remote is None:
                 if entry.rejected is None:
                     return False  # not connected yet: we cannot know what runs there
@@ -284,6 +284,22 @@ class Dispatcher:
         ):
             return max(0.1, remote.state.fence_deadline - now)
         return max(0.1, self.settings.unfenced_worker_lost_timeout - remote.lost_for(now))
+
+    def _not_managed_by_multikueue(self, obj: Obj) -> str | None:
+        """Why the workload's Job must not be federated (None: it may). As upstream: a Job
+        is federated only with ``spec.managedBy: kueue.x-k8s.io/multikueue``; without it the
+        manager cluster's Job controller would run it too (the webhook sets it at creation,
+        so a Job lacks it when created before its queue existed, when its queue label was
+        added later, or when the webhook was not registered)."""
+        job = self._manager_job(obj)
+        if job is None:
+            return None
+        managed_by = (job.get("spec") or {}).get("managedBy") or ""
+        if managed_by == C.MULTIKUEUE_MANAGED_BY:
+            return None
+        # Upstream's words exactly (Go's %q quoting), so tools that read them keep working.
+        expected, actual = json.dumps(C.MULTIKUEUE_MANAGED_BY), json.dumps(managed_by)
+        return f"Expecting spec.managedBy to be {expected} not {actual}"
 
     def _manager_job(self, obj: Obj) -> Obj | None:
         owner = ws.owner_job(obj)
@@ -331,6 +347,15 @@ class Dispatcher:
             await self._delete_everywhere(key, obj)
             self._forget(key)
             return None
+        unmanaged = self._not_managed_by_multikueue(obj)
+        if unmanaged is not None:
+            # Never place a Job the manager's own Job controller may run: it would run twice.
+            if checkstatus.check_state(obj, check)[0] != "Rejected":
+                log.warning("workload %s rejected: %s", key, unmanaged)
+                await self._set_check(
+                    obj, check, "Rejected", f"The owner is not managed by Kueue: {unmanaged}"
+                )
+            return None
         self.reserved_at.setdefault(key, time.monotonic())
         copies = self.copies(key)
         for cluster, remote_wl in copies.items():
@@ -358,6 +383,14 @@ class Dispatcher:
     async def _follow(self, key: str, obj: Obj, check: str, copies: dict[str, Obj]) -> float | None:
         cluster = ws.status_of(obj).get("clusterName")
         remote = self.registry.remote(str(cluster)) if cluster else None
+        if remote is None and cluster and (retired := self.registry.retired(str(cluster))):
+            # Its kubeconfig is now refused or gone: a lost worker like any other.
+            if self._lost_long_enough(retired, obj):
+                why = retired.state.message.removeprefix("Connection to worker lost: ")
+                return await self._retry(
+                    obj, check, f"worker {cluster} lost ({why}); moving the workload", reason="lost"
+                )
+            return self._lost_remaining(retired, obj)
         if remote is None:
             if cluster and self.registry.mk_clusters.get(str(cluster)) is not None:
                 return 1.0  # registered, its connection is being set up (e.g. after a restart)
@@ -995,11 +1028,21 @@ class Dispatcher:
             for copy_ in list(remote.workloads().items()):
                 key = ws.key_of(copy_)
                 obj = self.state.workloads.get(key)
-                if obj is None or ws.is_finished(obj):
+                if obj is None or ws.is_finished(obj) or self._placed_elsewhere(obj, remote):
                     await self._delete_copy(remote, key, obj)
                     removed += 1
             removed += await self._collect_orphan_jobs(remote)
         return removed
+
+    def _placed_elsewhere(self, obj: Obj, remote: RemoteCluster) -> bool:
+        """The workload runs on another worker now (its check Ready there): a copy here is a
+        leftover, e.g. fenced while this worker was lost or unregistered, then re-added."""
+        federated = self.multikueue_check(obj)
+        if federated is None:
+            return False
+        cluster = ws.status_of(obj).get("clusterName")
+        ready = checkstatus.check_state(obj, federated[0])[0] == "Ready"
+        return ready and bool(cluster) and cluster != remote.name
 
     async def _collect_orphan_jobs(self, remote: RemoteCluster) -> int:
         """Our Jobs on a worker whose Workload is gone there and on the manager (left by a

@@ -79,6 +79,13 @@ def _check_server(server: Any, cluster: str) -> str:
     if not isinstance(server, str) or not server.strip():
         raise _bad(f"cluster {cluster!r} has an empty server")
     parts = urlsplit(server)
+    if "@" in parts.netloc:
+        # Never echo this URL: it carries a password. The HTTP client cannot use it either
+        # (it refuses credentials in the URL), so the worker would never connect.
+        raise _insecure(
+            f"cluster {cluster!r} server URL carries credentials (user:password@host); put "
+            "the credentials in the kubeconfig's user entry instead"
+        )
     if parts.scheme != "https":
         raise _insecure(f"cluster {cluster!r} server {server!r} is not https")
     host = parts.hostname or ""

@@ -22,7 +22,7 @@ from typing import Any
 from manager.api import constants as C
 from manager.controllers import conditions
 from manager.federation import kubeconfig
-from manager.federation.remote import RemoteCluster
+from manager.federation.remote import RemoteCluster, cluster_identity
 from manager.federation.settings import FederationSettings
 from manager.kube import errors
 from manager.kube import resources as R
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 REASON_SECRET_NOT_FOUND = "SecretNotFound"
 REASON_CLUSTER_PROFILE = C.REASON_BAD_CLUSTER_PROFILE
 REASON_PATH_LOCATION = "KubeConfigPathNotAllowed"
+REASON_UNREGISTERED = "Unregistered"
 
 
 @dataclass
@@ -45,6 +46,9 @@ class ClusterEntry:
     task: asyncio.Task[None] | None = None
     rejected: tuple[str, str] | None = None
     """(reason, message) when the cluster cannot even be tried."""
+    retired: RemoteCluster | None = None
+    """The last connection, kept (as lost) while the cluster cannot be tried: what it knew
+    decides when the workloads it ran have surely stopped and may move."""
 
     @property
     def active(self) -> bool:
@@ -81,6 +85,8 @@ class ClusterRegistry:
         self.mk_configs = Informer(api, R.MULTIKUEUE_CONFIGS)
         self.secrets = Informer(api, R.SECRETS, namespace=settings.namespace)
         self._dirty = asyncio.Event()
+        self.manager_identity: str | None = None
+        """The manager cluster's own identity (see remote.cluster_identity), read at start."""
         self.synced = asyncio.Event()
         """Set once every registered worker has been tried: before that, "not connected"
         means "not known yet", not "lost"."""
@@ -117,6 +123,11 @@ class ClusterRegistry:
         entry = self.clusters.get(name)
         return entry.remote if entry is not None else None
 
+    def retired(self, name: str) -> RemoteCluster | None:
+        """The lost last connection of a cluster whose kubeconfig is now refused or gone."""
+        entry = self.clusters.get(name)
+        return entry.retired if entry is not None and entry.remote is None else None
+
     def active(self) -> list[RemoteCluster]:
         return [
             e.remote for e in self.clusters.values() if e.remote is not None and e.remote.connected
@@ -131,6 +142,7 @@ class ClusterRegistry:
 
     async def run(self) -> None:
         tasks = [asyncio.create_task(i.run(), name=repr(i)) for i in self.informers]
+        self.manager_identity = await cluster_identity(self.api)
         try:
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
             while True:
@@ -149,29 +161,46 @@ class ClusterRegistry:
     async def _sync(self) -> None:
         wanted = {obj["metadata"]["name"]: obj for obj in self.mk_clusters.items()}
         for name in list(self.clusters):
-            if name not in wanted:
+            if name in wanted:
+                continue
+            entry = self.clusters[name]
+            if entry.remote is not None:
+                # Unregistered while it may still run our workloads: a lost worker until it
+                # has surely fenced them; only then may they run elsewhere.
+                last = entry.remote
+                await self._stop(entry)
+                entry.fingerprint = ""
+                entry.rejected = (REASON_UNREGISTERED, "its MultiKueueCluster was deleted")
+                self._retire(entry, last)
+            elif entry.retired is None or entry.retired.lost_for() > self._forget_after:
                 await self._stop(self.clusters.pop(name))
                 self._notify()
         for name, obj in wanted.items():
             entry = self.clusters.setdefault(name, ClusterEntry(name))
+            if entry.task is not None and entry.task.done():
+                # A worker's connection must never end by itself; if it did (a bug, or an
+                # error nobody foresaw), say so and connect again: never take the manager down.
+                failure = None if entry.task.cancelled() else entry.task.exception()
+                log.error("connection to worker %s ended: %r; reconnecting", name, failure)
+                entry.fingerprint = ""
             text, problem = self._kubeconfig_text(obj)
             fingerprint = hashlib.sha256((text or "").encode() + repr(problem).encode()).hexdigest()
             if fingerprint == entry.fingerprint:
                 continue
-            previous = entry.remote
+            previous = entry.remote or entry.retired
             await self._stop(entry)
             entry.fingerprint = fingerprint
             entry.rejected = problem
             if problem is not None or text is None:
                 log.warning("worker %s refused: %s", name, problem)
-                self._notify()
+                self._retire(entry, previous)
                 continue
             try:
                 checked = kubeconfig.check(text)
             except kubeconfig.KubeconfigRejected as err:
                 entry.rejected = (err.reason, str(err))
                 log.warning("worker %s refused: %s", name, err)
-                self._notify()
+                self._retire(entry, previous)
                 continue
             try:
                 api = await KubeApi.from_kubeconfig_dict(
@@ -179,8 +208,9 @@ class ClusterRegistry:
                 )
             except Exception as err:  # the client library rejects what we did not foresee
                 entry.rejected = (C.REASON_BAD_KUBECONFIG, f"kubeconfig cannot be loaded: {err}")
-                self._notify()
+                self._retire(entry, previous)
                 continue
+            entry.retired = None
             api.request_timeout = self.settings.request_timeout
             entry.remote = RemoteCluster(
                 name,
@@ -189,6 +219,7 @@ class ClusterRegistry:
                 on_reconnect=self._reconnected,
                 on_change=self._notify,
                 on_connectivity=self.on_connectivity,
+                manager_identity=self.manager_identity,
             )
             if previous is not None:
                 entry.remote.carry_over(previous)
@@ -196,6 +227,22 @@ class ClusterRegistry:
                 self.on_remote(entry.remote)
             entry.task = asyncio.create_task(entry.remote.run(), name=f"remote/{name}")
             self._notify()
+
+    @property
+    def _forget_after(self) -> float:
+        """Seconds a deleted cluster's lost connection is kept: past both failover waits."""
+        return self.settings.unfenced_worker_lost_timeout + self.settings.fenced_failover_after
+
+    def _retire(self, entry: ClusterEntry, previous: RemoteCluster | None) -> None:
+        """A refused or missing kubeconfig is a lost worker, not a forgotten one: its last
+        connection is kept, marked lost now, so that its workloads move once it has surely
+        fenced them (or after the unfenced timeout), and never before."""
+        entry.retired = previous
+        if previous is not None:
+            previous.mark_lost(
+                "its kubeconfig is no longer usable: " + (entry.rejected or ("", ""))[1]
+            )
+        self._notify()
 
     async def _first_connections(self) -> None:
         """Give every worker one chance to connect before the dispatcher starts."""

@@ -36,6 +36,28 @@ log = logging.getLogger(__name__)
 
 ReconnectHook = Callable[["RemoteCluster"], Awaitable[None]]
 
+REASON_SAME_CLUSTER = "SameClusterAsManager"
+IDENTITY_NAMESPACE = "kube-system"
+"""A cluster's identity: the UID of its kube-system namespace (created once, with the
+cluster, and never deleted), the same identity cluster-inventory tools use."""
+
+
+async def cluster_identity(api: KubeApi) -> str | None:
+    """The cluster's identity, or None when it cannot be read (then nothing is compared)."""
+    try:
+        ns = await api.get(R.NAMESPACES, IDENTITY_NAMESPACE)
+    except errors.KubeError:
+        return None
+    return str(ns["metadata"].get("uid") or "") or None
+
+
+class RefusedWorker(Exception):
+    """The worker answers, but must not be used (e.g. it is the manager cluster itself)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
 
 @dataclass
 class ConnectionState:
@@ -68,6 +90,8 @@ class RemoteCluster:
     state: ConnectionState = field(default_factory=ConnectionState)
     informers: dict[str, Informer] = field(default_factory=dict)
     shim_lease: lease.LeaseObserver = field(default_factory=lease.LeaseObserver)
+    manager_identity: str | None = None
+    """The manager cluster's identity: a worker with the same one is the manager itself."""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _shim_renewals_seen: int = 0
 
@@ -164,11 +188,20 @@ class RemoteCluster:
         try:
             while True:
                 try:
+                    await self._refuse_the_manager_itself()
                     await self._connect()
                     backoff.reset()
                     await self._renew_until_failure()
+                except RefusedWorker as err:
+                    self._refuse(err)
+                    backoff.reset()
+                    await asyncio.sleep(self.settings.reconnect_max)  # checked again, rarely
+                    continue
                 except (errors.KubeError, TimeoutError) as err:
                     self._mark_lost(err if str(err) else errors.Unreachable("request timed out"))
+                except Exception as err:  # one worker's surprise never ends the manager
+                    log.exception("worker %s: unexpected error, reconnecting", self.name)
+                    self._mark_lost(err)
                 delay = backoff.next_delay()
                 self.state.attempts += 1
                 self.state.next_attempt = time.time() + delay
@@ -181,6 +214,28 @@ class RemoteCluster:
                 await asyncio.sleep(delay)
         finally:
             await stop_tasks(self._tasks)
+
+    async def _refuse_the_manager_itself(self) -> None:
+        """Registering the manager cluster as its own worker would make it copy workloads
+        onto themselves (deleted and recreated in a loop, nothing ever runs): refuse it."""
+        if self.manager_identity is None:
+            return
+        async with asyncio.timeout(self.settings.request_timeout * 2):
+            identity = await cluster_identity(self.api)
+        if identity == self.manager_identity:
+            raise RefusedWorker(
+                REASON_SAME_CLUSTER,
+                "this kubeconfig reaches the manager cluster itself (the same kube-system "
+                f"namespace UID {identity}); register worker clusters only",
+            )
+
+    def _refuse(self, err: RefusedWorker) -> None:
+        if self.state.reason != err.reason:
+            log.warning("worker %s refused: %s", self.name, err)
+        self.state.connected = False
+        self.state.reason = err.reason
+        self.state.message = str(err)
+        self._changed()
 
     async def _connect(self) -> None:
         async with asyncio.timeout(self.settings.request_timeout * 2):
@@ -198,6 +253,11 @@ class RemoteCluster:
         )
         self._changed()
         log.info("worker %s connected", self.name)
+
+    def mark_lost(self, why: str) -> None:
+        """This connection ends for a reason of the manager's (its kubeconfig was replaced by
+        one that is refused): count it as lost from now, like a failed renewal."""
+        self._mark_lost(errors.Unreachable(why))
 
     def _mark_lost(self, err: Exception) -> None:
         now = time.monotonic()

@@ -7,6 +7,12 @@ at creation (the field is immutable afterwards), and the built-in Job controller
 manager cluster leaves such Jobs alone. Like Kueue's Job webhook, it also suspends every Job
 that names a queue, so that nothing starts before admission.
 
+It refuses what would break that promise, with a readable reason: a Job that claims
+``managedBy: kueue.x-k8s.io/multikueue`` in a queue with no MultiKueue check (nothing would
+ever run it, and it would hold its quota forever), and, as upstream Kueue's Job webhook does,
+a change of the queue (or prebuilt-workload) label of a Job that is not suspended (adding a
+queue to a running Job would queue, and place elsewhere, a Job that already runs here).
+
 Three layers, each testable on its own:
 
 - ``review_job``: the decision, pure: an AdmissionReview request in, a ``Verdict`` out;
@@ -30,6 +36,7 @@ from aiohttp import web
 from manager.api.constants import (
     MULTIKUEUE_CONTROLLER_NAME,
     MULTIKUEUE_MANAGED_BY,
+    PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
 )
 from manager.controllers.state import ClusterState
@@ -57,8 +64,9 @@ NOT_READY_RETRY = 1
 MAX_REVIEW_BYTES = 8 * 1024 * 1024
 """A Job is at most etcd's 1.5 MiB; leave room for the AdmissionReview around it."""
 
-UsesMultiKueue = Callable[[str, str], bool]
-"""``(namespace, queue_name) -> bool``: the LocalQueue's ClusterQueue has a MultiKueue check."""
+UsesMultiKueue = Callable[[str, str], "bool | None"]
+"""``(namespace, queue_name)``: True when the LocalQueue's ClusterQueue has a MultiKueue
+check, False when it has none, None when the LocalQueue or its ClusterQueue is unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +103,10 @@ def review_job(
     if kind != JOB_KIND:
         return _malformed(f"expected a batch/v1 Job, got kind {kind!r}")
     operation = request.get("operation")
+    if operation == "UPDATE":
+        return review_job_update(request)
     if operation != "CREATE":
-        return _malformed(f"only CREATE is mutated, got operation {operation!r}")
+        return _malformed(f"only CREATE and UPDATE are reviewed, got operation {operation!r}")
     job = request.get("object")
     if not isinstance(job, Mapping):
         return _malformed("the request carries no Job object")
@@ -123,9 +133,51 @@ def review_job(
     if spec.get("suspend") is not True:
         patch.append({"op": "add", "path": "/spec/suspend", "value": True})
     managed_by = spec.get("managedBy")
-    if managed_by in (None, "", JOB_CONTROLLER_MANAGED_BY) and uses_multikueue(namespace, queue):
+    federated = uses_multikueue(namespace, queue)
+    if managed_by == MULTIKUEUE_MANAGED_BY and federated is False:
+        # Nothing would ever run it: the manager's Job controller leaves it to MultiKueue,
+        # and no MultiKueue check will ever place it. It would hold its quota forever.
+        return Verdict(
+            allowed=False,
+            message=f"spec.managedBy is {MULTIKUEUE_MANAGED_BY!r} but LocalQueue "
+            f"{namespace}/{queue} leads to a ClusterQueue without a MultiKueue admission "
+            "check, so nothing would ever run this Job: remove spec.managedBy, or submit it to "
+            "a federated queue",
+        )
+    if managed_by in (None, "", JOB_CONTROLLER_MANAGED_BY) and federated:
         patch.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGED_BY})
     return Verdict(allowed=True, patch=patch)
+
+
+def review_job_update(request: Mapping[str, Any]) -> Verdict:
+    """An update of a queued (or newly queued) Job: refuse what upstream Kueue refuses. The
+    queue of a running Job must not change: adding a queue label to a running Job would make
+    kfed queue, and on a federation place elsewhere, a Job that already runs here."""
+    new, old = request.get("object"), request.get("oldObject")
+    if not isinstance(new, Mapping) or not isinstance(old, Mapping):
+        return _malformed("the update request lacks the Job or its previous version")
+    if _spec(new).get("suspend") is True:
+        return Verdict(allowed=True)
+    for label in (QUEUE_NAME_LABEL, PREBUILT_WORKLOAD_LABEL):
+        if _label(new, label) != _label(old, label):
+            what = "queue name" if label == QUEUE_NAME_LABEL else "prebuilt workload name"
+            return Verdict(
+                allowed=False,
+                message=f"metadata.labels[{label}]: Forbidden: must not update {what} when "
+                "job is unsuspend",
+            )
+    return Verdict(allowed=True)
+
+
+def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = job.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _label(job: Mapping[str, Any], key: str) -> Any:
+    metadata = job.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return labels.get(key) if isinstance(labels, Mapping) else None
 
 
 def _malformed(problem: str) -> Verdict:
@@ -175,7 +227,7 @@ class QueueLookup(Protocol):
         """True once the view is complete enough to decide (informers listed once)."""
         ...
 
-    def uses_multikueue(self, namespace: str, queue_name: str) -> bool: ...
+    def uses_multikueue(self, namespace: str, queue_name: str) -> bool | None: ...
 
 
 class ClusterStateQueues:
@@ -198,10 +250,10 @@ class ClusterStateQueues:
     def ready(self) -> bool:
         return all(informer.synced.is_set() for informer in self.informers)
 
-    def uses_multikueue(self, namespace: str, queue_name: str) -> bool:
+    def uses_multikueue(self, namespace: str, queue_name: str) -> bool | None:
         cluster_queue = self.state.cluster_queue_of(namespace, queue_name)
         if cluster_queue is None:
-            return False
+            return None
         name = str((cluster_queue.get("metadata") or {}).get("name", ""))
         for check_name in self.state.admission_check_names(name):
             check = self.state.admission_checks.get(check_name) or {}

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CONFIGURATION_NAME = "kfed-manager"
 WEBHOOK_NAME = "mjob.kfed.io"
+UPDATE_WEBHOOK_NAME = "ujob.kfed.io"
+"""Updates of queued Jobs, checked as upstream checks them (a queue label on a running Job)."""
 TIMEOUT_SECONDS = 5
 _CONFLICT_RETRIES = 5
 
@@ -77,34 +79,45 @@ def webhook_configuration(
         client_config["url"] = url
     elif service is not None:
         client_config["service"] = service.as_dict()
-    webhook: dict[str, Any] = {
-        "name": WEBHOOK_NAME,
-        "clientConfig": client_config,
-        "rules": [
-            {
-                "operations": ["CREATE"],
-                "apiGroups": ["batch"],
-                "apiVersions": ["v1"],
-                "resources": ["jobs"],
-                "scope": "Namespaced",
-            }
-        ],
-        "objectSelector": {
-            "matchExpressions": [{"key": QUEUE_NAME_LABEL, "operator": "Exists"}],
-        },
-        "namespaceSelector": namespace_selector or {},
-        "failurePolicy": "Fail",
-        "matchPolicy": "Equivalent",
-        "reinvocationPolicy": "Never",
-        "sideEffects": "None",
-        "admissionReviewVersions": ["v1"],
-        "timeoutSeconds": TIMEOUT_SECONDS,
-    }
+
+    def webhook(name: str, operation: str, failure_policy: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "clientConfig": client_config,
+            "rules": [
+                {
+                    "operations": [operation],
+                    "apiGroups": ["batch"],
+                    "apiVersions": ["v1"],
+                    "resources": ["jobs"],
+                    "scope": "Namespaced",
+                }
+            ],
+            "objectSelector": {
+                "matchExpressions": [{"key": QUEUE_NAME_LABEL, "operator": "Exists"}],
+            },
+            "namespaceSelector": namespace_selector or {},
+            "failurePolicy": failure_policy,
+            "matchPolicy": "Equivalent",
+            "reinvocationPolicy": "Never",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": TIMEOUT_SECONDS,
+        }
+
+    # Creation fails closed: a queued Job created without managedBy must not slip through.
+    # Updates fail open: their checks only repeat upstream's refusals (the dispatcher never
+    # federates a Job without managedBy anyway), and kfed's own controllers update queued
+    # Jobs, which must not depend on every replica serving the webhook.
+    webhooks = [
+        webhook(WEBHOOK_NAME, "CREATE", "Fail"),
+        webhook(UPDATE_WEBHOOK_NAME, "UPDATE", "Ignore"),
+    ]
     return {
         "apiVersion": R.MUTATING_WEBHOOKS.api_version,
         "kind": R.MUTATING_WEBHOOKS.kind,
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "kfed"}},
-        "webhooks": [webhook],
+        "webhooks": webhooks,
     }
 
 

@@ -159,3 +159,35 @@ def test_explain_something_missing_fails_with_a_hint(kfed: Kfed, workloads_ns: s
         f"error: no Workload or Job {workloads_ns}/nothing-here on the manager; see "
         f"`kfed workloads -n {workloads_ns}`\n"
     )
+
+
+def test_explain_a_job_naming_a_missing_prebuilt_workload_says_so(
+    kfed: Kfed, workloads_ns: str, manager: Kube
+) -> None:
+    """Issue "Never twice, never stuck", finding 10. Before: "is the kfed manager running?"
+    while the real reason was the missing prebuilt Workload."""
+    manager.create(
+        R.JOBS,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": "waits-for-prebuilt",
+                "namespace": workloads_ns,
+                "labels": {C.QUEUE_NAME_LABEL: "gpu-lq", C.PREBUILT_WORKLOAD_LABEL: "absent"},
+            },
+            "spec": {
+                "suspend": True,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox"}],
+                    }
+                },
+            },
+        },
+    )
+    result = kfed("explain", f"{workloads_ns}/waits-for-prebuilt")
+    assert result.exit_code == 1
+    assert f"names the Workload {workloads_ns}/absent, which does not exist" in result.stderr
+    assert "manager running" not in result.stderr

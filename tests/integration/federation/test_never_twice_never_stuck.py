@@ -9,6 +9,7 @@ real control planes (issue "Never twice, never stuck").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from typing import Any
@@ -179,3 +180,308 @@ async def test_a_job_submitted_again_never_adopts_its_predecessors_terminating_c
         timeout=90,
         what="the new light-job Complete after the old copy went",
     )
+
+
+# -- managedBy: the manager never lets a Job of a federated queue run locally (1, 9) ----------
+
+UPSTREAM_REJECTION = (
+    'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/'
+    'multikueue" not {actual}'
+)
+
+
+async def rejected_and_deactivated(api: KubeApi, job_name: str) -> str | None:
+    """The Evicted condition's message once the MultiKueue check rejected the workload and
+    it was deactivated (the check itself is reset to Pending when its quota is released)."""
+    wl = await manager_workload(api, job_name)
+    if wl is None or ws.is_active(wl):
+        return None
+    for c in ws.status_of(wl).get("conditions") or []:
+        if c["type"] == C.EVICTED and c["status"] == "True" and "rejected" in c["message"]:
+            return str(c["message"])
+    return None
+
+
+async def never_ran_anywhere(bed: Bed, job_name: str) -> None:
+    job = await bed.manager_api.get(R.JOBS, job_name, NS)
+    assert job["spec"]["suspend"] is True, "the manager unsuspended a Job it may not federate"
+    assert not (job.get("status") or {}).get("startTime"), "it started on the manager"
+    pods = (await bed.manager_api.list(R.PODS, NS))["items"]
+    assert not [p for p in pods if p["metadata"].get("labels", {}).get("job-name") == job_name]
+    for worker, wapi in bed.worker_apis.items():
+        jobs = (await wapi.list(R.JOBS, NS))["items"]
+        assert not [j for j in jobs if j["metadata"]["name"] == job_name], worker
+
+
+async def test_a_job_created_before_its_queue_is_rejected_never_run_on_the_manager_and_a_worker(
+    article_bed: Bed,
+) -> None:
+    """Finding 1. Before: the webhook left managedBy unset (the queue was unknown at CREATE),
+    the dispatcher placed it anyway and the manager's Job controller unsuspended it: it ran
+    on the manager and on a worker (overlaps of 15-20 s). Now the MultiKueue check rejects
+    it with upstream's message, the workload is deactivated, and it runs nowhere."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    job = article.seed_job("02-light-job.yaml")
+    job["metadata"]["name"] = "early-job"
+    job["metadata"]["labels"] = {C.QUEUE_NAME_LABEL: "late-lq"}
+    created = await api.create(R.JOBS, job, NS)
+    assert not created["spec"].get("managedBy"), "its queue does not exist yet"
+    await api.create(
+        R.LOCAL_QUEUES,
+        {
+            "apiVersion": C.API_VERSION,
+            "kind": "LocalQueue",
+            "metadata": {"name": "late-lq", "namespace": NS},
+            "spec": {"clusterQueue": "gpu-cq"},
+        },
+        NS,
+    )
+    message = await wait_for(
+        lambda: rejected_and_deactivated(api, "early-job"),
+        timeout=60,
+        what="the early job's check Rejected and its workload deactivated",
+    )
+    assert message is not None
+    assert f"{CHECK}: " + UPSTREAM_REJECTION.format(actual='""') in message
+    await never_ran_anywhere(bed, "early-job")
+
+
+async def test_a_job_managed_by_another_controller_is_never_federated(article_bed: Bed) -> None:
+    """Finding 9 (second half). Before: a Job with managedBy example.com/other was still
+    dispatched and run by kfed."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    job = article.seed_job("02-light-job.yaml")
+    job["metadata"]["name"] = "other-job"
+    job["spec"]["managedBy"] = "example.com/other"
+    created = await api.create(R.JOBS, job, NS)
+    assert created["spec"]["managedBy"] == "example.com/other", "the webhook keeps a user's"
+    message = await wait_for(
+        lambda: rejected_and_deactivated(api, "other-job"),
+        timeout=60,
+        what="the other controller's job rejected",
+    )
+    assert message is not None
+    assert f"{CHECK}: " + UPSTREAM_REJECTION.format(actual='"example.com/other"') in message
+    await never_ran_anywhere(bed, "other-job")
+
+
+async def test_claiming_multikueue_in_a_queue_without_the_check_is_refused(
+    article_bed: Bed, unique: str
+) -> None:
+    """Finding 9 (first half). Before: such a Job held its queue's quota forever without
+    running anywhere. Now the webhook refuses it, saying why; nothing is created."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    cq, lq = f"local-{unique}", f"local-lq-{unique}"
+    await api.create(
+        R.CLUSTER_QUEUES,
+        {
+            "apiVersion": C.API_VERSION,
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": "rtx-a1000",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": 8},
+                                    {"name": "memory", "nominalQuota": "32Gi"},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": 1},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+    )
+    try:
+        await api.create(
+            R.LOCAL_QUEUES,
+            {
+                "apiVersion": C.API_VERSION,
+                "kind": "LocalQueue",
+                "metadata": {"name": lq, "namespace": NS},
+                "spec": {"clusterQueue": cq},
+            },
+            NS,
+        )
+
+        async def webhook_knows_the_queue() -> bool:
+            assert bed.manager is not None
+            return bed.manager.manager.state.cluster_queue_of(NS, lq) is not None
+
+        await wait_for(webhook_knows_the_queue, timeout=30, what="the new queue in the views")
+        job = article.seed_job("02-light-job.yaml")
+        job["metadata"]["name"] = "claims-multikueue"
+        job["metadata"]["labels"] = {C.QUEUE_NAME_LABEL: lq}
+        job["spec"]["managedBy"] = C.MULTIKUEUE_MANAGED_BY
+        with pytest.raises(errors.KubeError) as refused:
+            await api.create(R.JOBS, job, NS)
+        assert "nothing would ever run this Job" in refused.value.message
+        assert await gone(api, R.JOBS, "claims-multikueue")
+    finally:
+        await api.delete(R.CLUSTER_QUEUES, cq)
+
+
+async def test_adding_a_queue_to_a_running_job_is_refused(article_bed: Bed) -> None:
+    """Finding 1 (the edit): upstream refuses a queue label added to an unsuspended Job;
+    before, kfed accepted it and then ran the Job on a worker as well."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    job = article.seed_job("02-light-job.yaml")
+    job["metadata"]["name"] = "already-running"
+    job["metadata"]["labels"] = {}
+    job["spec"]["suspend"] = False
+    await api.create(R.JOBS, job, NS)
+    with pytest.raises(errors.KubeError) as refused:
+        await api.patch(
+            R.JOBS, "already-running", {"metadata": {"labels": {C.QUEUE_NAME_LABEL: "gpu-lq"}}}, NS
+        )
+    assert "must not update queue name when job is unsuspend" in refused.value.message
+    current = await api.get(R.JOBS, "already-running", NS)
+    assert C.QUEUE_NAME_LABEL not in (current["metadata"].get("labels") or {})
+    await api.delete(R.JOBS, "already-running", NS, propagation="Background")
+
+
+# -- a refused kubeconfig is a lost worker (6) -------------------------------------------------
+
+
+async def placed_on(api: KubeApi, job_name: str) -> str | None:
+    wl = await manager_workload(api, job_name)
+    if wl is None or checkstatus.check_state(wl, CHECK)[0] != "Ready":
+        return None
+    return str(ws.status_of(wl).get("clusterName") or "") or None
+
+
+async def test_a_worker_whose_kubeconfig_becomes_refused_is_lost_and_its_jobs_move_once(
+    article_bed: Bed,
+) -> None:
+    """Finding 6. Before: the worker's jobs fenced themselves there after ~10 s and were
+    never moved, while the manager showed them Admitted there for ever. Now the worker counts
+    as lost from the moment its kubeconfig is refused: the job moves once it has surely been
+    fenced, runs on the other h100 worker, and was stopped on the first before it started."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    await api.create(R.JOBS, article.seed_job("03-heavy-job.yaml", delay_ms=600_000), NS)
+    first = await wait_for(lambda: placed_on(api, "heavy-job"), timeout=60, what="heavy placed")
+    assert first in ("worker-2", "worker-3")
+    other = "worker-3" if first == "worker-2" else "worker-2"
+    secret = await api.get(R.SECRETS, first, "kueue-system")
+    original = secret["data"]["kubeconfig"]
+    refused = yaml_with_skip_tls(original)
+    try:
+        await api.patch(R.SECRETS, first, {"data": {"kubeconfig": refused}}, "kueue-system")
+
+        async def moved() -> str | None:
+            cluster = await placed_on(api, "heavy-job")
+            return cluster if cluster == other else None
+
+        await wait_for(moved, timeout=90, what=f"heavy-job moved from {first} to {other}")
+        # Never twice: by then the copy on the refused worker had been fenced (suspended).
+        old = await bed.worker_apis[first].list(R.JOBS, NS)
+        for job in old["items"]:
+            if job["metadata"]["name"] == "heavy-job":
+                assert job["spec"].get("suspend") is True, "still running on the lost worker"
+                assert not (job.get("status") or {}).get("active"), "pods still active there"
+    finally:
+        await api.patch(R.SECRETS, first, {"data": {"kubeconfig": original}}, "kueue-system")
+
+        async def active_again() -> bool:
+            mk = await api.get(R.MULTIKUEUE_CLUSTERS, first)
+            return any(
+                c["type"] == C.ACTIVE and c["status"] == "True"
+                for c in (mk.get("status") or {}).get("conditions") or []
+            )
+
+        await wait_for(active_again, timeout=60, what=f"{first} Active again")
+
+
+def yaml_with_skip_tls(encoded: str) -> str:
+    """The same kubeconfig with insecure-skip-tls-verify: one kfed refuses."""
+    import base64
+
+    import yaml
+
+    config = yaml.safe_load(base64.b64decode(encoded))
+    config["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+    return base64.b64encode(yaml.safe_dump(config).encode()).decode()
+
+
+async def test_a_deleted_then_re_added_worker_moves_its_job_once_and_its_leftovers_are_collected(
+    article_bed: Bed,
+) -> None:
+    """Finding 11, and deleting a MultiKueueCluster with a running job. The job moves only
+    once its copy on the deleted worker has surely been fenced (before, it moved at once);
+    when the worker is registered again, the stopped leftover copy there is collected
+    (before, it stayed for ever)."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    await api.create(R.JOBS, article.seed_job("03-heavy-job.yaml", delay_ms=600_000), NS)
+    first = await wait_for(lambda: placed_on(api, "heavy-job"), timeout=60, what="heavy placed")
+    assert first in ("worker-2", "worker-3")
+    other = "worker-3" if first == "worker-2" else "worker-2"
+    registered = await api.get(R.MULTIKUEUE_CLUSTERS, first)
+    worker = bed.worker_apis[first]
+    try:
+        await api.delete(R.MULTIKUEUE_CLUSTERS, first)
+
+        async def moved() -> str | None:
+            cluster = await placed_on(api, "heavy-job")
+            return cluster if cluster == other else None
+
+        await wait_for(moved, timeout=90, what=f"heavy-job moved from {first} to {other}")
+        leftovers = [
+            j
+            for j in (await worker.list(R.JOBS, NS))["items"]
+            if j["metadata"]["name"] == "heavy-job"
+        ]
+        assert leftovers, "the copy on the deleted worker could not have been removed"
+        for job in leftovers:
+            assert job["spec"].get("suspend") is True, "still running on the deleted worker"
+            assert not (job.get("status") or {}).get("active"), "pods still active there"
+    finally:
+        await restore_cluster(api, first, registered)
+
+    async def collected() -> bool:
+        jobs = (await worker.list(R.JOBS, NS))["items"]
+        workloads = (await worker.list(R.WORKLOADS, NS))["items"]
+        return not [j for j in jobs if j["metadata"]["name"] == "heavy-job"] and not workloads
+
+    await wait_for(collected, timeout=60, what=f"the leftover copy collected from {first}")
+    assert await placed_on(api, "heavy-job") == other
+
+
+async def restore_cluster(api: KubeApi, name: str, registered: dict[str, Any]) -> None:
+    """Put a session-wide worker registration back as it was, and wait until it is Active."""
+    with contextlib.suppress(errors.AlreadyExists):
+        await api.create(
+            R.MULTIKUEUE_CLUSTERS,
+            {
+                "apiVersion": C.API_VERSION,
+                "kind": "MultiKueueCluster",
+                "metadata": {"name": name},
+                "spec": registered["spec"],
+            },
+        )
+
+    async def active() -> bool:
+        mk = await api.get(R.MULTIKUEUE_CLUSTERS, name)
+        return any(
+            c["type"] == C.ACTIVE and c["status"] == "True"
+            for c in (mk.get("status") or {}).get("conditions") or []
+        )
+
+    await wait_for(active, timeout=60, what=f"{name} Active again")

@@ -1,5 +1,9 @@
 """Scenario F: broken and unsafe kubeconfigs each give Active=False with their own reason,
-while the manager keeps serving the healthy cluster next to them."""
+while the manager keeps serving the healthy cluster next to them. Among them, from the issue
+"Never twice, never stuck": credentials in the server URL (finding 8: accepted before, never
+connected, and removing the cluster then crashed the manager) and the manager cluster
+registered as its own worker (finding 7: accepted before, its Workloads deleted and recreated
+in a loop)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import conditions
 from manager.federation.registry import ClusterRegistry
+from manager.federation.remote import REASON_SAME_CLUSTER
 from manager.federation.settings import FederationSettings
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -32,6 +37,8 @@ def variant(lite: LocalFederation, change: str) -> str | bytes | None:
     cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
     if change == "not-yaml":
         return "clusters: [unterminated"
+    if change == "manager-itself":
+        return lite.kubeconfig("manager").read_text()
     if change == "exec":
         user["exec"] = {"command": "/bin/sh", "apiVersion": "client.authentication.k8s.io/v1"}
     elif change == "auth-provider":
@@ -46,6 +53,8 @@ def variant(lite: LocalFederation, change: str) -> str | bytes | None:
         cluster["server"] = ""
     elif change == "bad-host":
         cluster["server"] = "https://Not_A_Host:6443"
+    elif change == "userinfo":
+        cluster["server"] = cluster["server"].replace("https://", "https://admin:s3cret@")
     elif change == "unreachable":
         cluster["server"] = "https://127.0.0.1:1"
     elif change == "wrong-ca":
@@ -64,8 +73,10 @@ CASES = {
     "skip-tls": C.REASON_INSECURE_KUBECONFIG,
     "empty-server": C.REASON_BAD_KUBECONFIG,
     "bad-host": C.REASON_BAD_KUBECONFIG,
+    "userinfo": C.REASON_INSECURE_KUBECONFIG,
     "unreachable": C.REASON_CLIENT_CONNECTION_FAILED,
     "wrong-ca": C.REASON_CLIENT_CONNECTION_FAILED,
+    "manager-itself": REASON_SAME_CLUSTER,
     "no-secret": "SecretNotFound",
     "no-key": C.REASON_BAD_KUBECONFIG,
 }

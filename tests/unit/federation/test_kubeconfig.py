@@ -73,6 +73,18 @@ CASES = [
         "invalid port",
     ),
     (
+        "credentials in the server url",
+        with_("clusters.0.cluster.server", "https://user:s3cret@h:6443"),
+        kc.INSECURE_KUBECONFIG,
+        "carries credentials",
+    ),
+    (
+        "user in the server url",
+        with_("clusters.0.cluster.server", "https://user@h:6443"),
+        kc.INSECURE_KUBECONFIG,
+        "carries credentials",
+    ),
+    (
         "plain http",
         with_("clusters.0.cluster.server", "http://h:80"),
         kc.INSECURE_KUBECONFIG,
@@ -138,3 +150,4 @@ def test_rejected(text: str, reason: str, fragment: str) -> None:
         kc.check(text)
     assert caught.value.reason == reason
     assert fragment in str(caught.value)
+    assert "s3cret" not in str(caught.value), "a refusal never repeats a password"

@@ -23,6 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 from manager.api.constants import (
     MULTIKUEUE_CONTROLLER_NAME,
     MULTIKUEUE_MANAGED_BY,
+    PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
 )
 from manager.controllers.state import ClusterState
@@ -197,7 +198,7 @@ def test_the_lookup_is_not_consulted_for_jobs_without_a_queue() -> None:
     [
         ({**request(job()), "kind": {"group": "", "version": "v1", "kind": "Pod"}}, "batch/v1 Job"),
         ({**request(job()), "kind": "Job"}, "batch/v1 Job"),
-        (request(job(), operation="UPDATE"), "only CREATE"),
+        (request(job(), operation="DELETE"), "only CREATE and UPDATE"),
         (request(None), "no Job object"),
         (request("a string"), "no Job object"),
         (request({**job(), "spec": None}), "no spec"),
@@ -207,7 +208,7 @@ def test_the_lookup_is_not_consulted_for_jobs_without_a_queue() -> None:
     ids=[
         "other-kind",
         "kind-not-object",
-        "update",
+        "delete",
         "no-object",
         "object-not-map",
         "no-spec",
@@ -455,8 +456,12 @@ def test_the_configuration_sends_only_queued_job_creations_and_fails_closed() ->
 
     assert config["kind"] == "MutatingWebhookConfiguration"
     assert config["metadata"]["name"] == "kfed-manager"
-    [hook] = config["webhooks"]
+    [hook, update] = config["webhooks"]
     assert hook["name"] == "mjob.kfed.io"
+    assert update["name"] == "ujob.kfed.io"
+    assert update["rules"][0]["operations"] == ["UPDATE"]
+    assert update["failurePolicy"] == "Ignore", "kfed's own Job updates never depend on it"
+    assert update["clientConfig"] == hook["clientConfig"]
     assert hook["rules"] == [
         {
             "operations": ["CREATE"],
@@ -506,3 +511,55 @@ def test_the_configuration_needs_exactly_one_destination(where: dict[str, Any]) 
 def test_the_configuration_needs_a_ca_bundle() -> None:
     with pytest.raises(ValueError, match="ca_bundle"):
         webhookconfig.webhook_configuration(url="https://x/", ca_bundle=b"")
+
+
+# -- refusals (issue "Never twice, never stuck", findings 1 and 9) ---------------------------
+
+
+def test_a_multikueue_managed_job_in_a_queue_without_the_check_is_refused() -> None:
+    """Finding 9: it would hold that queue's quota forever without running anywhere."""
+    verdict = review_job(request(job("cpu-only", managedBy=MULTIKUEUE_MANAGED_BY)), uses_multikueue)
+    assert not verdict.allowed and verdict.code == 403
+    assert "team-a/cpu-only" in verdict.message and "nothing would ever run" in verdict.message
+
+
+def test_a_multikueue_managed_job_whose_queue_is_not_known_yet_is_allowed() -> None:
+    """Its queue may be created after it (GitOps order): it waits for the queue, suspended."""
+    verdict = review_job(request(job("later", managedBy=MULTIKUEUE_MANAGED_BY)), lambda ns, q: None)
+    assert verdict.allowed
+
+
+def update(new: Obj, old: Obj) -> Obj:
+    return {**request(new, operation="UPDATE"), "oldObject": old}
+
+
+def test_adding_a_queue_to_a_running_job_is_refused_as_upstream_refuses_it() -> None:
+    """Finding 1: a running Job labelled with a queue afterwards would be queued and, on a
+    federation, run a second time on a worker."""
+    verdict = review_job(
+        update(job("gpu-mk", suspend=False), job(None, suspend=False)), uses_multikueue
+    )
+    assert not verdict.allowed
+    assert "must not update queue name when job is unsuspend" in verdict.message
+    assert QUEUE_NAME_LABEL in verdict.message
+
+
+def test_changing_the_prebuilt_workload_of_a_running_job_is_refused() -> None:
+    old = job("gpu-mk", suspend=False)
+    new = job("gpu-mk", suspend=False)
+    new["metadata"]["labels"][PREBUILT_WORKLOAD_LABEL] = "other"
+    verdict = review_job(update(new, old), uses_multikueue)
+    assert not verdict.allowed and "prebuilt workload name" in verdict.message
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        (job("gpu-mk", suspend=True), job(None, suspend=True)),  # queued while suspended
+        (job("gpu-mk", suspend=False), job("gpu-mk", suspend=True)),  # kfed starting it
+        (job(None, suspend=True), job("gpu-mk", suspend=True)),  # taken out of its queue
+    ],
+    ids=["queue-added-while-suspended", "unsuspended-same-queue", "queue-removed-suspended"],
+)
+def test_updates_upstream_allows_pass_unchanged(new: Obj, old: Obj) -> None:
+    assert review_job(update(new, old), uses_multikueue) == Verdict(allowed=True)
