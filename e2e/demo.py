@@ -269,6 +269,18 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.no_drill:
             step("a failover drill: kfed drill partition --cluster worker-1")
+            # kfed's default policy, at-most-once, moves a cut-off worker's jobs only once it
+            # is back (or after the outage timeout); the drill shows the opt-in fast policy,
+            # for jobs that may overlap if the worker's own control plane were down.
+            fed.kubectl(
+                "manager",
+                "annotate",
+                "--overwrite",
+                "clusterqueue",
+                "gpu-cq",
+                "kfed.io/failover=fast",
+            )
+            print("   gpu-cq annotated kfed.io/failover=fast (the default is at-most-once)")
             drill = subprocess.run(
                 [
                     kfed,

@@ -19,7 +19,7 @@ from pathlib import Path
 from manager.controllers.settings import ControllerSettings
 from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
-from manager.federation.settings import DispatchMode, FederationSettings
+from manager.federation.settings import DispatchMode, FailoverPolicy, FederationSettings
 from manager.federation.webhookconfig import ServiceReference
 from manager.kube import errors
 from manager.kube import resources as R
@@ -55,7 +55,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--worker-request-timeout", type=float, default=d.request_timeout)
     p.add_argument("--fence-grace", type=float, default=d.fence_grace)
     p.add_argument(
-        "--unfenced-worker-lost-timeout", type=float, default=d.unfenced_worker_lost_timeout
+        "--failover-policy",
+        choices=[policy.value for policy in FailoverPolicy],
+        default=d.failover_policy.value,
+        help="when a lost worker's workloads may run elsewhere, for ClusterQueues without the "
+        "kfed.io/failover annotation: at-most-once (only once they surely stopped, or after "
+        "--worker-lost-timeout) or fast (once the worker's shim surely fenced them; they may "
+        "run twice while the worker's own control plane is down)",
+    )
+    p.add_argument(
+        "--worker-lost-timeout",
+        "--unfenced-worker-lost-timeout",  # kfed 0.1's name
+        dest="worker_lost_timeout",
+        type=float,
+        default=d.worker_lost_timeout,
+        help="seconds after which at-most-once workloads of a lost worker move anyway (and "
+        "its shim fences them), and the wait for workers that cannot fence",
     )
     p.add_argument("--leader-lease-duration", type=float, default=8.0)
     p.add_argument("--leader-renew-deadline", type=float, default=6.0)
@@ -129,7 +144,8 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
         lease_duration=args.worker_lease_duration,
         lease_renew_period=args.worker_lease_renew_period,
         fence_grace=args.fence_grace,
-        unfenced_worker_lost_timeout=args.unfenced_worker_lost_timeout,
+        worker_lost_timeout=args.worker_lost_timeout,
+        failover_policy=FailoverPolicy(args.failover_policy),
     )
 
 

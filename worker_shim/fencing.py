@@ -1,12 +1,19 @@
 """Self-fencing: a worker stops a manager's workloads when that manager's Lease expires.
 
 The manager renews Lease ``kfed-manager-<origin>`` in the shim's namespace every few seconds.
-When the shim has not seen it change for its ``leaseDurationSeconds`` (judged by the shim's
-own clock), the manager may have lost this worker and will soon run the workloads elsewhere:
-the shim deactivates (``spec.active: false``) every workload of that origin, so its Job is
-suspended and its pods stop. A deactivated copy is never reactivated here; the manager
-removes it when it reconnects. The shim also renews its own heartbeat Lease, which tells the
-manager that this worker can fence itself (so the manager may fail over fast).
+When the shim has not seen it change for long enough (judged by the shim's own clock), the
+manager may have lost this worker and may soon run the workloads elsewhere: the shim
+deactivates (``spec.active: false``) those workloads, so their Jobs are suspended and their
+pods stop. A deactivated copy is never reactivated here; the manager removes it when it
+reconnects. The shim also renews its own heartbeat Lease, which tells the manager that this
+worker can fence itself.
+
+"Long enough" is per copy: the manager writes it on each copy (annotation
+``kfed.io/fence-after-seconds``): the lease duration for copies of the fast failover policy,
+the outage timeout for at-most-once ones, so that a manager outage shorter than that leaves
+them running. Silence only counts while the shim itself can reach its own API server: after
+its own control plane was down, the manager gets a whole fence-after window again to renew
+(it could not renew either), so a worker's control-plane outage never fences by itself.
 """
 
 from __future__ import annotations
@@ -14,12 +21,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass
 
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation.settings import MANAGER_LEASE_PREFIX, SHIM_HEARTBEAT_LEASE
+from manager.federation.settings import (
+    FENCE_AFTER_ANNOTATION,
+    MANAGER_LEASE_PREFIX,
+    SHIM_HEARTBEAT_LEASE,
+)
 from manager.kube import errors, lease
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -56,6 +68,11 @@ class Fencing:
         self.observers: dict[str, lease.LeaseObserver] = {}
         self.fenced: set[str] = set()
         """Origins whose lease has expired (their workloads are kept deactivated)."""
+        self.last_contact: float | None = None
+        """Monotonic time of the last heartbeat this shim wrote to its own API server."""
+        self.sighted_since: float | None = None
+        """Start of the current unbroken run of contact with its own API server: silence of
+        a manager lease only counts from here (before, the shim could not have seen it)."""
 
     async def run(self) -> None:
         with contextlib.suppress(errors.AlreadyExists, errors.KubeError):
@@ -89,12 +106,38 @@ class Fencing:
                     ),
                     current,
                 )
-            except errors.KubeError as err:
+                self._in_contact()
+            except (errors.KubeError, TimeoutError) as err:
                 log.info("heartbeat lease not renewed: %s", err)
             await asyncio.sleep(self.settings.heartbeat_period)
 
-    def expired_origins(self) -> set[str]:
-        expired = set()
+    @property
+    def _contact_gap(self) -> float:
+        """Longer than this without a heartbeat written: the shim lost its own API server."""
+        return 2 * self.settings.heartbeat_period + 1.0
+
+    def _in_contact(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self.last_contact is None or now - self.last_contact > self._contact_gap:
+            if self.last_contact is not None:
+                log.warning(
+                    "in contact with this worker's API server again: lease silence counts from now"
+                )
+            self.sighted_since = now
+        self.last_contact = now
+
+    def blind(self, now: float | None = None) -> bool:
+        """True while the shim cannot reach its own API server (nor has it yet)."""
+        now = time.monotonic() if now is None else now
+        return self.last_contact is None or now - self.last_contact > self._contact_gap
+
+    def silences(self, now: float | None = None) -> dict[str, float]:
+        """Seconds each manager origin's lease has gone without a renewal that this shim
+        could have seen (infinite when released); nothing while the shim is blind."""
+        now = time.monotonic() if now is None else now
+        if self.blind(now):
+            return {}
+        silent = {}
         for obj in self.leases.items():
             name = obj["metadata"]["name"]
             if not name.startswith(MANAGER_LEASE_PREFIX):
@@ -102,15 +145,28 @@ class Fencing:
             origin = name.removeprefix(MANAGER_LEASE_PREFIX)
             observer = self.observers.setdefault(origin, lease.LeaseObserver())
             observer.observe(lease.LeaseRecord.from_lease(obj))
-            if observer.expired():
-                expired.add(origin)
-        return expired
+            record = observer.record
+            if record is None or not record.holder:
+                silent[origin] = float("inf")  # released: the manager let go on purpose
+                continue
+            since = max(observer.observed_at, self.sighted_since or 0.0)
+            silent[origin] = max(0.0, now - since)
+        return silent
+
+    def _lease_duration(self, origin: str) -> float:
+        record = self.observers[origin].record if origin in self.observers else None
+        return float(record.duration_seconds) if record is not None else 0.0
+
+    def expired_origins(self) -> set[str]:
+        """Origins whose lease went unrenewed for its own duration (fast copies fence now)."""
+        return {o for o, s in self.silences().items() if s >= self._lease_duration(o)}
 
     async def _watch_leases(self) -> None:
         await self.leases.synced.wait()
         await self.state.workloads.synced.wait()
         while True:
-            expired = self.expired_origins()
+            silences = self.silences()
+            expired = {o for o, s in silences.items() if s >= self._lease_duration(o)}
             for origin in expired - self.fenced:
                 log.warning("manager lease for origin %s expired: fencing its workloads", origin)
                 self.state.metrics.fencing_started(origin)
@@ -119,17 +175,20 @@ class Fencing:
                 self.state.metrics.fencing_ended(origin)
             self.fenced = expired
             if expired:
-                await self.fence(expired)
+                await self.fence({o: silences[o] for o in expired})
             await asyncio.sleep(self.settings.check_period)
 
-    async def fence(self, origins: set[str]) -> int:
-        """Deactivate every workload of these origins that is still active; returns how many."""
+    async def fence(self, silences: dict[str, float]) -> int:
+        """Deactivate every still-active workload of these origins whose own fence-after time
+        has passed in that silence; returns how many."""
         count = 0
         for obj in self.state.workloads.items():
             meta = obj["metadata"]
             origin = (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
-            if origin not in origins or not ws.is_active(obj) or ws.is_finished(obj):
+            if origin not in silences or not ws.is_active(obj) or ws.is_finished(obj):
                 continue
+            if silences[origin] < fence_after(obj, self._lease_duration(origin)):
+                continue  # at-most-once: left running through a manager outage this short
             patch = {
                 "metadata": {
                     "annotations": {FENCED_ANNOTATION: f"manager lease of origin {origin} expired"}
@@ -170,3 +229,14 @@ class Fencing:
                     )
             except errors.KubeError as err:
                 log.warning("stopping the pods of fenced %s/%s: %s", namespace, workload, err)
+
+
+def fence_after(workload: dict[str, object], lease_duration: float) -> float:
+    """Seconds of lease silence after which this copy is fenced: the manager's word on the
+    copy, never less than the lease's own duration (a copy without it: the lease duration)."""
+    meta = workload.get("metadata")
+    annotations = (meta.get("annotations") if isinstance(meta, dict) else None) or {}
+    try:
+        return max(lease_duration, float(annotations.get(FENCE_AFTER_ANNOTATION, 0)))
+    except (TypeError, ValueError):
+        return lease_duration

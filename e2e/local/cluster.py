@@ -217,9 +217,8 @@ class LocalCluster:
         )
 
     def stop_role(self, role: str, *, kill: bool = False) -> None:
-        proc = self.processes.get(role)
-        if proc is not None:
-            proc.kill() if kill else proc.stop()
+        proc = self.processes[role]  # an unknown role is a mistake, never a silent no-op
+        proc.kill() if kill else proc.stop()
 
     def restart_role(self, role: str) -> None:
         """Start a stopped process again with the same command line (same ports, same data)."""

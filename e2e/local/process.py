@@ -17,7 +17,9 @@ _PR_SET_PDEATHSIG = 1
 
 def _die_with_parent() -> None:
     """Runs in the child before exec: the kernel sends SIGKILL when the parent dies, so a
-    test process killed with -9 cannot leave control planes behind."""
+    test process killed with -9 cannot leave control planes behind. "The parent" is the
+    parent *thread*: start tied processes from the main thread, never from a worker thread
+    (``asyncio.to_thread``), or they are killed when that thread ends."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 

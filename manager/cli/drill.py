@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import click
 
 from manager.api import constants as C
-from manager.cli import drillbreak, drillprobes, drillreport
+from manager.cli import drillbreak, drillprobes, drillreport, prediction
 from manager.cli.common import (
     EXIT_UNREACHABLE,
     CliError,
@@ -43,6 +43,7 @@ from manager.cli.common import (
 from manager.cli.drillwatch import Watcher
 from manager.cli.registration import active_condition, describe_active
 from manager.federation import kubeconfig
+from manager.federation.settings import FAILOVER_POLICY_ANNOTATION
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -202,6 +203,17 @@ async def _prepare(
     plan = await drillprobes.plan_probes(api, base, flavor=opts.flavor, namespace=target.namespace)
     workers: dict[str, KubeApi] = {}
     notes: list[str] = []
+    if opts.kind in ("partition", "outage"):
+        chain = await prediction.read_queue_chain(api, namespace, queue)
+        annotations = ((chain.cluster_queue or {}).get("metadata") or {}).get("annotations") or {}
+        policy = annotations.get(FAILOVER_POLICY_ANNOTATION)
+        if policy != "fast":
+            notes.append(
+                f"ClusterQueue {chain.cluster_queue_name} has failover policy "
+                f"{policy or 'the manager default (at-most-once unless --failover-policy fast)'}:"
+                " under at-most-once the probes move only once the cluster is back, or after "
+                "the manager's --worker-lost-timeout"
+            )
     for cluster in plan.clusters:
         try:
             workers[cluster] = await _connect_worker(api, cluster, target.namespace)

@@ -33,15 +33,18 @@ from manager.api import quantity
 from manager.controllers import conditions, spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.runtime import ClusterController
-from manager.federation import capacity, checkstatus, remoteobjects
+from manager.federation import capacity, checkstatus, failover, remoteobjects
 from manager.federation.registry import ClusterRegistry
 from manager.federation.remote import RemoteCluster
 from manager.federation.settings import (
     ALLOWED_CLUSTERS_ANNOTATION,
     FAILOVER_POLICY_ANNOTATION,
+    FENCE_AFTER_ANNOTATION,
     PLACEMENT_ANNOTATION,
     DispatchMode,
+    FailoverPolicy,
     FederationSettings,
+    failover_policy,
 )
 from manager.kube import errors
 from manager.kube import resources as R
@@ -259,31 +262,31 @@ class Dispatcher:
     def _may_run_there(self, remote: RemoteCluster, obj: Obj) -> bool:
         return not self._lost_long_enough(remote, obj)
 
-    def _failover_policy(self, obj: Obj) -> str:
+    def _failover_policy(self, obj: Obj) -> FailoverPolicy:
         admission = ws.status_of(obj).get("admission") or {}
         cq = self.state.cluster_queues.get(str(admission.get("clusterQueue", ""))) or {}
-        return str(
-            ((cq.get("metadata") or {}).get("annotations") or {}).get(
-                FAILOVER_POLICY_ANNOTATION, "fast"
-            )
+        value = ((cq.get("metadata") or {}).get("annotations") or {}).get(
+            FAILOVER_POLICY_ANNOTATION
+        )
+        return failover_policy(value, self.settings.failover_policy)
+
+    def may_move_at(self, remote: RemoteCluster, obj: Obj) -> float:
+        """When ``obj``'s copy on the lost worker ``remote`` has surely stopped (failover.py)."""
+        state = remote.state
+        return failover.may_move_at(
+            self.settings,
+            self._failover_policy(obj),
+            could_fence=state.could_fence,
+            last_renew_start=state.last_renew_start,
+            lost_since=state.lost_since,
+            now=time.monotonic(),
         )
 
     def _lost_long_enough(self, remote: RemoteCluster, obj: Obj) -> bool:
-        if remote.connected:
-            return False
-        if remote.state.could_fence and self._failover_policy(obj) != "wait":
-            return remote.surely_fenced()
-        return remote.lost_for() >= self.settings.unfenced_worker_lost_timeout
+        return not remote.connected and time.monotonic() >= self.may_move_at(remote, obj)
 
     def _lost_remaining(self, remote: RemoteCluster, obj: Obj) -> float:
-        now = time.monotonic()
-        if (
-            remote.state.could_fence
-            and self._failover_policy(obj) != "wait"
-            and remote.state.fence_deadline
-        ):
-            return max(0.1, remote.state.fence_deadline - now)
-        return max(0.1, self.settings.unfenced_worker_lost_timeout - remote.lost_for(now))
+        return max(0.1, self.may_move_at(remote, obj) - time.monotonic())
 
     def _not_managed_by_multikueue(self, obj: Obj) -> str | None:
         """Why the workload's Job must not be federated (None: it may). As upstream: a Job
@@ -786,7 +789,12 @@ class Dispatcher:
         body = remoteobjects.remote_workload(
             obj,
             origin=self.settings.origin,
-            annotations={tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj)},
+            annotations={
+                tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj),
+                # When the worker's shim fences this copy: with the policy, a manager outage
+                # shorter than the outage timeout leaves at-most-once jobs running.
+                FENCE_AFTER_ANNOTATION: str(self.settings.fence_after(self._failover_policy(obj))),
+            },
         )
         namespace = body["metadata"]["namespace"]
         try:

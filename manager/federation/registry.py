@@ -231,7 +231,7 @@ class ClusterRegistry:
     @property
     def _forget_after(self) -> float:
         """Seconds a deleted cluster's lost connection is kept: past both failover waits."""
-        return self.settings.unfenced_worker_lost_timeout + self.settings.fenced_failover_after
+        return self.settings.worker_lost_timeout + self.settings.fenced_failover_after
 
     def _retire(self, entry: ClusterEntry, previous: RemoteCluster | None) -> None:
         """A refused or missing kubeconfig is a lost worker, not a forgotten one: its last

@@ -17,6 +17,34 @@ class DispatchMode(StrEnum):
     """Upstream's incremental dispatcher: rounds of ``incremental_step`` workers."""
 
 
+class FailoverPolicy(StrEnum):
+    """When the workloads of a lost worker may run elsewhere (per ClusterQueue, annotation
+    ``kfed.io/failover``; the manager's ``--failover-policy`` is the default)."""
+
+    AT_MOST_ONCE = "at-most-once"
+    """kfed's default: a workload moves only when its copy surely stopped: the worker came
+    back and its copy is fenced or gone, or ``worker_lost_timeout`` passed (the shim fences
+    it by then, if its own control plane lets it). A worker whose control plane is down
+    cannot stop its pods (kubelets keep containers running), so nothing moves sooner."""
+    FAST = "fast"
+    """Move once the worker's shim has surely fenced, if it could act: seconds, not minutes.
+    For jobs that tolerate running twice: when the worker's own control plane is down its
+    shim cannot stop anything, and the job may run in two places until it returns."""
+
+
+def failover_policy(value: str | None, default: FailoverPolicy) -> FailoverPolicy:
+    """The policy an annotation value asks for; ``wait`` (kfed 0.1's name) is at-most-once,
+    and anything unknown is the safe one."""
+    if not value:
+        return default
+    if value == "wait":
+        return FailoverPolicy.AT_MOST_ONCE
+    try:
+        return FailoverPolicy(value)
+    except ValueError:
+        return FailoverPolicy.AT_MOST_ONCE
+
+
 @dataclass(frozen=True, slots=True)
 class FederationSettings:
     namespace: str = "kueue-system"
@@ -52,15 +80,30 @@ class FederationSettings:
     foreign_object_recheck: float = 30.0
     """A worker where an object of a workload's name exists that kfed did not create is
     skipped for that workload; after this many seconds it is considered again."""
-    unfenced_worker_lost_timeout: float = 300.0
-    """Workers without kfed's shim (e.g. upstream Kueue) cannot fence themselves: wait this
-    long after losing one before moving its workloads (upstream waits 15 minutes)."""
+    failover_policy: FailoverPolicy = FailoverPolicy.AT_MOST_ONCE
+    """The default policy of ClusterQueues without the ``kfed.io/failover`` annotation."""
+    worker_lost_timeout: float = 300.0
+    """The outage timeout (upstream's ``workerLostTimeout``, 15 min there): at-most-once
+    workloads of a lost worker move after this long, and its shim fences them by then. Also
+    the wait for workers without kfed's shim (e.g. upstream Kueue), which cannot fence."""
 
     @property
     def fenced_failover_after(self) -> float:
         """Seconds after the start of the last renewal that may have reached a worker until
-        its jobs have surely stopped: request timeout + lease duration + grace."""
+        its fast-policy jobs have surely stopped: request timeout + lease duration + grace."""
         return self.request_timeout + self.lease_duration + self.fence_grace
+
+    @property
+    def outage_failover_after(self) -> float:
+        """The same for at-most-once jobs, which the shim fences only after the outage
+        timeout: request timeout + worker lost timeout + grace."""
+        return self.request_timeout + self.worker_lost_timeout + self.fence_grace
+
+    def fence_after(self, policy: FailoverPolicy) -> int:
+        """Seconds without a lease renewal after which the shim fences a copy of this policy
+        (annotation ``kfed.io/fence-after-seconds`` on the copy)."""
+        seconds = self.lease_duration if policy is FailoverPolicy.FAST else self.worker_lost_timeout
+        return max(1, int(seconds))
 
 
 MANAGER_LEASE_PREFIX = "kfed-manager-"
@@ -68,8 +111,10 @@ MANAGER_LEASE_PREFIX = "kfed-manager-"
 SHIM_HEARTBEAT_LEASE = "kfed-worker-shim"
 """Lease the worker shim renews in ``namespace``: tells the manager the worker can fence."""
 FAILOVER_POLICY_ANNOTATION = "kfed.io/failover"
-"""On a manager ClusterQueue: ``fast`` (default: fence, then move) or ``wait`` (always
-wait ``unfenced_worker_lost_timeout``)."""
+"""On a manager ClusterQueue: ``at-most-once`` or ``fast`` (see FailoverPolicy)."""
+FENCE_AFTER_ANNOTATION = "kfed.io/fence-after-seconds"
+"""On a remote Workload: how long the shim waits without a manager lease renewal before it
+fences this copy (the lease duration for fast copies, the outage timeout otherwise)."""
 ALLOWED_CLUSTERS_ANNOTATION = "kfed.io/allowed-clusters"
 """On a Job (copied to its Workload): comma-separated worker names it may run on."""
 PLACEMENT_ANNOTATION = "kfed.io/placement"

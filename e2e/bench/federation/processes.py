@@ -51,7 +51,9 @@ def start_shim(worker: str, kubeconfig: Path, logs: Path) -> ManagedProcess:
 
 def manager_args(kubeconfig: Path, mode: str, extra: Sequence[str] = ()) -> list[str]:
     """The manager as the benchmark runs it: defaults, except the dispatch mode, any free
-    metrics port, and no Job webhook (the benchmark's Jobs already carry ``managedBy``)."""
+    metrics port, no Job webhook (the benchmark's Jobs already carry ``managedBy``), and the
+    fast failover policy, whose times the drills measure (at-most-once, the default, moves a
+    partitioned worker's jobs only once it is back or after the outage timeout)."""
     return [
         "--kubeconfig",
         str(kubeconfig),
@@ -62,6 +64,8 @@ def manager_args(kubeconfig: Path, mode: str, extra: Sequence[str] = ()) -> list
         "--metrics-port",
         "0",
         "--no-webhook",
+        "--failover-policy",
+        "fast",
         *extra,
     ]
 

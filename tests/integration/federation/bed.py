@@ -22,7 +22,7 @@ from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
 from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
-from manager.federation.settings import DispatchMode, FederationSettings
+from manager.federation.settings import DispatchMode, FailoverPolicy, FederationSettings
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -42,7 +42,10 @@ FAST = FederationSettings(
     lease_duration=3.0,
     lease_renew_period=0.5,
     fence_grace=1.5,
-    unfenced_worker_lost_timeout=8.0,
+    worker_lost_timeout=8.0,
+    # Most scenarios measure fast failover; the at-most-once default has its own tests
+    # (test_never_twice_never_stuck.py, test_policies.py) that set it.
+    failover_policy=FailoverPolicy.FAST,
 )
 FAST_FENCING = FencingSettings(
     namespace=NAMESPACE, heartbeat_period=0.5, heartbeat_duration=3, check_period=0.1

@@ -146,9 +146,7 @@ async def test_g_worker_without_fencing_waits_for_the_conservative_timeout(
         lambda: _placed_on(api, "stuck", "worker-3"), timeout=60, what="moved to worker-3"
     )
     waited = time.monotonic() - cut_at
-    assert waited >= bed.manager.settings.unfenced_worker_lost_timeout, (
-        "an unfenced worker is never raced"
-    )
+    assert waited >= bed.manager.settings.worker_lost_timeout, "an unfenced worker is never raced"
 
 
 async def _placed_on(api: KubeApi, job: str, cluster: str) -> dict[str, object] | None:

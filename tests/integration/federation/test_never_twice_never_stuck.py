@@ -9,6 +9,7 @@ real control planes (issue "Never twice, never stuck").
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import functools
@@ -20,11 +21,13 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.federation import checkstatus
+from manager.federation.settings import FailoverPolicy
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed
+from worker_shim.fencing import FENCED_ANNOTATION
 
 pytestmark = pytest.mark.full
 NS = article.NS
@@ -202,6 +205,19 @@ async def rejected_and_deactivated(api: KubeApi, job_name: str) -> str | None:
     return None
 
 
+async def rejected_and_never_run(bed: Bed, job_name: str, *, managed_by: str) -> None:
+    """The check rejected the job with upstream's words, its workload is deactivated, and
+    it never ran: not on the manager, not on any worker."""
+    message = await wait_for(
+        lambda: rejected_and_deactivated(bed.manager_api, job_name),
+        timeout=60,
+        what=f"{job_name}'s check Rejected and its workload deactivated",
+    )
+    assert message is not None
+    assert f"{CHECK}: " + UPSTREAM_REJECTION.format(actual=f'"{managed_by}"') in message
+    await never_ran_anywhere(bed, job_name)
+
+
 async def never_ran_anywhere(bed: Bed, job_name: str) -> None:
     job = await bed.manager_api.get(R.JOBS, job_name, NS)
     assert job["spec"]["suspend"] is True, "the manager unsuspended a Job it may not federate"
@@ -238,14 +254,7 @@ async def test_a_job_created_before_its_queue_is_rejected_never_run_on_the_manag
         },
         NS,
     )
-    message = await wait_for(
-        lambda: rejected_and_deactivated(api, "early-job"),
-        timeout=60,
-        what="the early job's check Rejected and its workload deactivated",
-    )
-    assert message is not None
-    assert f"{CHECK}: " + UPSTREAM_REJECTION.format(actual='""') in message
-    await never_ran_anywhere(bed, "early-job")
+    await rejected_and_never_run(bed, "early-job", managed_by="")
 
 
 async def test_a_job_managed_by_another_controller_is_never_federated(article_bed: Bed) -> None:
@@ -259,14 +268,7 @@ async def test_a_job_managed_by_another_controller_is_never_federated(article_be
     job["spec"]["managedBy"] = "example.com/other"
     created = await api.create(R.JOBS, job, NS)
     assert created["spec"]["managedBy"] == "example.com/other", "the webhook keeps a user's"
-    message = await wait_for(
-        lambda: rejected_and_deactivated(api, "other-job"),
-        timeout=60,
-        what="the other controller's job rejected",
-    )
-    assert message is not None
-    assert f"{CHECK}: " + UPSTREAM_REJECTION.format(actual='"example.com/other"') in message
-    await never_ran_anywhere(bed, "other-job")
+    await rejected_and_never_run(bed, "other-job", managed_by="example.com/other")
 
 
 async def test_claiming_multikueue_in_a_queue_without_the_check_is_refused(
@@ -485,3 +487,77 @@ async def restore_cluster(api: KubeApi, name: str, registered: dict[str, Any]) -
         )
 
     await wait_for(active, timeout=60, what=f"{name} Active again")
+
+
+# -- a worker's control plane down: the default policy runs nothing twice (2) ---------------
+
+
+async def test_a_workers_control_plane_outage_runs_nothing_twice_and_the_job_resumes_there(
+    article_bed: Bed,
+) -> None:
+    """Finding 2. The worker's kube-apiserver is killed while its job runs, for longer than
+    fast failover would wait. Before (fast failover was the default) the manager moved the
+    job after request timeout + lease + grace while the worker's kubelets kept the old pods
+    running: every job ran twice. Under the default at-most-once policy nothing moves while
+    the worker cannot have stopped its copy; when its API server is back the shim does not
+    fence (its own outage is not the manager's silence) and the same pod finishes there."""
+    bed = article_bed
+    await start(bed, failover_policy=FailoverPolicy.AT_MOST_ONCE, worker_lost_timeout=300.0)
+    api = bed.manager_api
+    await api.create(R.JOBS, article.seed_job("03-heavy-job.yaml", delay_ms=30_000), NS)
+    first = await wait_for(lambda: placed_on(api, "heavy-job"), timeout=60, what="heavy placed")
+    assert first is not None
+    other = "worker-3" if first == "worker-2" else "worker-2"
+    worker = bed.worker_apis[first]
+
+    async def running_pod() -> str | None:
+        for pod in (await worker.list(R.PODS, NS))["items"]:
+            if (
+                pod["metadata"].get("labels", {}).get("job-name") == "heavy-job"
+                and (pod.get("status") or {}).get("phase") == "Running"
+            ):
+                return str(pod["metadata"]["uid"])
+        return None
+
+    pod_before = await wait_for(running_pod, timeout=60, what=f"heavy-job running on {first}")
+    cluster = bed.fed.cluster(first)
+    assert bed.manager is not None
+    remote = bed.manager.registry.remote(first)
+    assert remote is not None
+    await asyncio.to_thread(cluster.stop_role, "kube-apiserver", kill=True)
+    try:
+
+        async def past_the_fast_window_and_still_there() -> bool:
+            # Every poll: not moved, and nothing of it on the other worker.
+            assert await placed_on(api, "heavy-job") == first, "moved while it may still run"
+            pods = (await bed.worker_apis[other].list(R.PODS, NS))["items"]
+            assert not [p for p in pods if p["metadata"].get("labels", {}).get("job-name")]
+            fast = bed.settings.fenced_failover_after
+            return not remote.connected and remote.lost_for() >= fast + 20
+
+        await wait_for(
+            past_the_fast_window_and_still_there,
+            timeout=90,
+            interval=0.5,
+            what="the outage outlasting fast failover, the job still placed there",
+        )
+    finally:
+        # From this thread, not a worker thread: the test bed ties each process to the
+        # thread that started it (PR_SET_PDEATHSIG), and the loop's threads end with the test.
+        cluster.restart_role("kube-apiserver")
+        await wait_for(
+            lambda: asyncio.to_thread(cluster.is_ready), timeout=90, what=f"{first} ready again"
+        )
+
+    await wait_for(
+        functools.partial(complete, api, "heavy-job"),
+        timeout=120,
+        what="heavy-job Complete after the outage",
+    )
+    copies = (await worker.list(R.WORKLOADS, NS))["items"]
+    assert not [c for c in copies if FENCED_ANNOTATION in (c["metadata"].get("annotations") or {})]
+    pods = (await worker.list(R.PODS, NS))["items"]
+    uids = {p["metadata"]["uid"] for p in pods if p["metadata"].get("labels", {}).get("job-name")}
+    assert uids <= {pod_before}, "the job was restarted instead of resumed"
+    others = (await bed.worker_apis[other].list(R.PODS, NS))["items"]
+    assert not [p for p in others if p["metadata"].get("labels", {}).get("job-name")]

@@ -124,4 +124,4 @@ async def test_failover_policy_wait_never_moves_before_the_long_timeout(article_
 
     await wait_for(moved, timeout=60, what="moved after the long timeout")
     assert bed.manager is not None
-    assert time.monotonic() - cut >= bed.manager.settings.unfenced_worker_lost_timeout
+    assert time.monotonic() - cut >= bed.manager.settings.worker_lost_timeout
