@@ -60,15 +60,23 @@ class JobController:
         self.role = role
         """Whose spans this controller records: the manager's or a worker's (see spans)."""
         self.queue = WorkQueue(name="jobs")
+        self.finished_deleted: dict[str, Obj] = {}
+        """Finished Jobs with a prebuilt Workload, deleted before it was finished."""
         state.jobs.subscribe(self._on_job)
         state.workloads.subscribe(self._on_workload)
 
     def _on_job(self, event: Event) -> None:
         if event.type == "DELETED":
-            if queue_name(event.obj) and not (event.obj["metadata"].get("labels") or {}).get(
-                C.PREBUILT_WORKLOAD_LABEL
-            ):
+            prebuilt = (event.obj["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+            if queue_name(event.obj) and not prebuilt:
                 self.queue.add(f"deleted:{workload_key_for(event.obj)}")
+            elif prebuilt and job_finished(event.obj) is not None:
+                # Deleted finished (a TTL controller, ttlSecondsAfterFinished: 0) maybe before
+                # we recorded it: its prebuilt Workload must still end Finished, never wait
+                # for a Job that is gone (nor look, to a manager, like a copy to run again).
+                key = workload_key_for(event.obj)
+                self.finished_deleted[key] = event.obj
+                self.queue.add(f"finished-deleted:{key}")
             return
         if queue_name(event.obj) or self.state.workloads.get(workload_key_for(event.obj)):
             self.queue.add(event.key)
@@ -81,6 +89,9 @@ class JobController:
     async def reconcile(self, key: str) -> float | None:
         if key.startswith("deleted:"):
             await self._delete_workload(key.removeprefix("deleted:"))
+            return None
+        if key.startswith("finished-deleted:"):
+            await self._finish_deleted(key.removeprefix("finished-deleted:"))
             return None
         job = self.state.jobs.get(key)
         if job is None or not queue_name(job):
@@ -275,6 +286,22 @@ class JobController:
         ) == tolerations:
             return
         await self._patch_job(job, _template_patch(job, selector, tolerations, suspend=True))
+
+    async def _finish_deleted(self, key: str) -> None:
+        job = self.finished_deleted.pop(key, None)
+        wl = self.state.workloads.get(key)
+        finished = job_finished(job) if job is not None else None
+        if wl is None or finished is None or ws.is_finished(wl):
+            return
+        _, succeeded, message = finished
+        with contextlib.suppress(errors.NotFound):
+            await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                wl,
+                lambda o: ws.finish(o, succeeded, message),
+                subresource="status",
+            )
 
     async def _delete_workload(self, key: str) -> None:
         namespace, name = key.split("/", 1)

@@ -71,6 +71,13 @@ _FAILOVER_METRIC_REASON: dict[str, FailoverReason] = {
 """``_retry`` reasons as the ``kfed_failovers_total`` reason label counts them."""
 
 
+def _job_finished(job: Obj) -> bool:
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
 def _ours(remote_obj: Obj, origin: str) -> bool:
     """Made by this manager (its origin label), so kfed may change or delete it."""
     labels = remote_obj["metadata"].get("labels") or {}
@@ -129,6 +136,9 @@ class Dispatcher:
         self.reserved_at: dict[str, float] = {}
         self.winners: dict[str, str] = {}
         """The worker each placed workload runs on, as soon as it is chosen (AllAtOnce)."""
+        self.finished_remote_jobs: dict[str, Obj] = {}
+        """The last state of finished remote Jobs deleted before their workload finished here
+        (a worker's TTL controller), by manager workload key."""
         self.blocked: dict[str, dict[str, tuple[str, float]]] = {}
         """Workers a workload must not go to for now, with why and until when (monotonic):
         an object of the same name there that kfed did not create. Never touched; looked at
@@ -163,8 +173,20 @@ class Dispatcher:
             name = labels.get(C.PREBUILT_WORKLOAD_LABEL) or meta.get("name")
             self.queue.add(f"{meta.get('namespace')}/{name}")
 
+        def on_remote_job(event: Event) -> None:
+            labels = (event.obj.get("metadata") or {}).get("labels") or {}
+            workload = labels.get(C.PREBUILT_WORKLOAD_LABEL)
+            if event.type == "DELETED" and workload and _job_finished(event.obj):
+                # Kept: a worker's TTL controller may delete a finished Job before we copied
+                # its final status (ttlSecondsAfterFinished: 0). Without it the manager's Job
+                # would never end, or worse, its vanished copy would count as a reason to
+                # run it again.
+                key = f"{event.obj['metadata']['namespace']}/{workload}"
+                self.finished_remote_jobs[key] = event.obj
+            on_remote(event)
+
         remote.workloads().subscribe(on_remote)
-        remote.jobs().subscribe(on_remote)
+        remote.jobs().subscribe(on_remote_job)
 
     def capacity_changed(self) -> None:
         """Something changed on a worker: waiting workloads may fit now (see rescan)."""
@@ -321,6 +343,15 @@ class Dispatcher:
         left by an earlier workload of a same-named Job (still terminating) is not it."""
         found = self._same_named_remote_job(remote, obj)
         return found if found is not None and _made_for(found, obj) else None
+
+    def _final_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+        """This workload's remote Job, or its last, finished state if a worker's TTL
+        controller deleted it already."""
+        found = self._remote_job(remote, obj)
+        if found is not None:
+            return found
+        kept = self.finished_remote_jobs.get(ws.key_of(obj))
+        return kept if kept is not None and _made_for(kept, obj) else None
 
     def _same_named_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
         name = self._remote_job_name(obj)
@@ -910,6 +941,7 @@ class Dispatcher:
         self.manager.workloads.queue.add(key)  # its eviction may be waiting for this
 
     def _forget(self, key: str) -> None:
+        self.finished_remote_jobs.pop(key, None)
         self.winners.pop(key, None)
         self.blocked.pop(key, None)
         self.placements.pop(key, None)
@@ -932,7 +964,7 @@ class Dispatcher:
 
     async def _sync_job_status(self, remote: RemoteCluster, obj: Obj) -> None:
         job = self._manager_job(obj)
-        remote_job = self._remote_job(remote, obj)
+        remote_job = self._final_remote_job(remote, obj)
         if job is None or remote_job is None or (job.get("spec") or {}).get("suspend"):
             return
         status = remoteobjects.job_status_for_manager(remote_job)
@@ -985,7 +1017,7 @@ class Dispatcher:
         if remote is None:
             return
         job = self._manager_job(obj)
-        if job is not None and self._remote_job(remote, obj) is not None:
+        if job is not None and self._final_remote_job(remote, obj) is not None:
             await self._sync_job_status(remote, obj)
             return  # the manager's Job controller finishes the Workload from its Job status
         finished = conditions.find(ws.status_of(remote_wl).get("conditions"), C.FINISHED) or {}
