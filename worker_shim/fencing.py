@@ -168,7 +168,11 @@ class Fencing:
             silences = self.silences()
             expired = {o for o, s in silences.items() if s >= self._lease_duration(o)}
             for origin in expired - self.fenced:
-                log.warning("manager lease for origin %s expired: fencing its workloads", origin)
+                log.warning(
+                    "manager lease for origin %s expired: fencing its copies as their "
+                    "fence-after time passes",
+                    origin,
+                )
                 self.state.metrics.fencing_started(origin)
             for origin in self.fenced - expired:
                 log.info("manager lease for origin %s renewed again", origin)

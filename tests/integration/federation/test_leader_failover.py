@@ -1,5 +1,7 @@
 """Scenario E: two `python -m manager` replicas; the leader is killed with SIGKILL in the
-middle of 200 jobs; the standby takes over and every job completes exactly once."""
+middle of 200 jobs; the standby takes over and every job completes exactly once. And the
+manager's own control plane restarting under running jobs (issue "Never twice, never
+stuck", finding 3): they keep running and are followed again, not restarted."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from manager.kube.informer import Event, Informer
 from tests.integration.federation import article
 from tests.integration.federation.bed import Bed
 from tests.integration.federation.test_dispatch import h100_job
+from worker_shim.fencing import FENCED_ANNOTATION
 
 pytestmark = pytest.mark.full
 NS = article.NS
@@ -45,7 +48,7 @@ async def article_bed(bed: Bed) -> AsyncIterator[Bed]:
 
 
 async def start_manager(
-    kubeconfig: Path, identity: str, *, webhook: bool
+    kubeconfig: Path, identity: str, *, webhook: bool, extra: tuple[str, ...] = ()
 ) -> asyncio.subprocess.Process:
     args = [
         sys.executable,
@@ -89,6 +92,7 @@ async def start_manager(
         ]
     else:
         args += ["--no-webhook"]
+    args += extra  # later flags win
     with open(LOG_DIR / f"kfed-e-{identity}.log", "wb") as log:  # noqa: ASYNC230 (child keeps its fd)
         return await asyncio.create_subprocess_exec(*args, stdout=log, stderr=log)
 
@@ -182,3 +186,118 @@ async def _is(value: object, expected: str) -> bool:
 
 async def _at_least(value: object, minimum: int) -> bool:
     return bool(await value >= minimum)  # type: ignore[misc]
+
+
+@pytest.mark.timeout(600)
+async def test_a_manager_control_plane_restart_leaves_running_jobs_running(
+    article_bed: Bed,
+) -> None:
+    """Finding 3. The manager's kube-apiserver is killed: the leader loses its lease and
+    exits (as designed), so no manager renews the workers' fencing Leases. Before, every
+    worker fenced every job once the lease expired, and the jobs started again from the
+    beginning. Under the default at-most-once policy a copy is fenced only after the outage
+    timeout, so the jobs keep running; when the control plane is back, a manager takes over
+    and follows them to completion: the same pods, never fenced, never restarted."""
+    bed = article_bed
+    for worker in ("worker-2", "worker-3"):
+        await bed.start_shim(worker)
+    pods: dict[str, set[str]] = defaultdict(set)
+    fenced: list[str] = []
+    watchers = []
+    for wapi in bed.worker_apis.values():
+        informer = Informer(wapi, R.PODS, namespace=NS)
+
+        def on_pod(event: Event) -> None:
+            job = (event.obj["metadata"].get("labels") or {}).get("job-name")
+            if job:
+                pods[job].add(event.obj["metadata"]["uid"])
+
+        informer.subscribe(on_pod)
+        watchers.append(asyncio.create_task(informer.run()))
+    for shim in bed.shims.values():
+
+        def on_copy(event: Event) -> None:
+            if FENCED_ANNOTATION in (event.obj["metadata"].get("annotations") or {}):
+                fenced.append(event.key)
+
+        shim.state.workloads.subscribe(on_copy)
+
+    kubeconfig = bed.fed.kubeconfig("manager")
+    api = bed.manager_api
+    # A short worker lease: under the fast policy the workers would fence after 3 s.
+    fast_lease = ("--worker-lease-duration", "3", "--worker-lost-timeout", "300")
+    procs = {"m1": await start_manager(kubeconfig, "m1", webhook=True, extra=fast_lease)}
+    manager_cluster = bed.fed.cluster("manager")
+    names = [f"r{i}" for i in range(4)]
+    try:
+        await wait_for(lambda: _is(leader(api), "m1"), timeout=90, what="m1 leads")
+        for name in names:
+            await api.create(R.JOBS, h100_job(name, delay_ms=40_000), NS)
+
+        async def all_running() -> bool:
+            return all(len(pods[n]) == 1 for n in names)
+
+        await wait_for(all_running, timeout=120, what="every job running on a worker")
+        before = {n: set(pods[n]) for n in names}
+        manager_cluster.stop_role("kube-apiserver", kill=True)
+        try:
+            await wait_for(
+                lambda: procs["m1"].returncode is not None,
+                timeout=60,
+                what="the leader exits, having lost its lease",
+            )
+            lease_name = "kfed-manager-multikueue"
+            worker_api = bed.worker_apis["worker-2"]
+
+            async def well_past_the_worker_lease() -> bool:
+                assert not fenced, f"fenced during a short manager outage: {fenced}"
+                lease = await worker_api.get(R.LEASES, lease_name, "kueue-system")
+                renewed = lease["spec"].get("renewTime")
+                return renewed is not None and _seconds_since(renewed) > 3 + 7
+
+            await wait_for(
+                well_past_the_worker_lease,
+                timeout=60,
+                interval=0.5,
+                what="the workers' lease expired long enough for fast fencing",
+            )
+        finally:
+            manager_cluster.restart_role("kube-apiserver")  # main thread: see process.py
+            await wait_for(
+                lambda: asyncio.to_thread(manager_cluster.is_ready),
+                timeout=90,
+                what="the manager's API server back",
+            )
+        # As its Deployment would, start a manager again; it takes over and follows.
+        procs["m2"] = await start_manager(kubeconfig, "m2", webhook=False, extra=fast_lease)
+
+        async def all_complete() -> bool:
+            jobs = (await api.list(R.JOBS, NS))["items"]
+            done = {
+                j["metadata"]["name"]
+                for j in jobs
+                if any(
+                    c["type"] == "Complete" and c["status"] == "True"
+                    for c in (j.get("status") or {}).get("conditions") or []
+                )
+            }
+            return set(names) <= done
+
+        await wait_for(all_complete, timeout=180, interval=1.0, what="every job Complete")
+        assert not fenced, f"fenced: {fenced}"
+        assert {n: pods[n] for n in names} == before, "a job was restarted"
+    finally:
+        for proc in procs.values():
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        for task in watchers:
+            task.cancel()
+        await webhookconfig.delete_webhook_configuration(api, "kfed-manager")
+
+
+def _seconds_since(micro_time: str) -> float:
+    import datetime as dt
+
+    when = dt.datetime.strptime(micro_time.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    return (dt.datetime.now(dt.UTC) - when).total_seconds()
