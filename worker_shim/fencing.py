@@ -157,10 +157,6 @@ class Fencing:
         record = self.observers[origin].record if origin in self.observers else None
         return float(record.duration_seconds) if record is not None else 0.0
 
-    def expired_origins(self) -> set[str]:
-        """Origins whose lease went unrenewed for its own duration (fast copies fence now)."""
-        return {o for o, s in self.silences().items() if s >= self._lease_duration(o)}
-
     async def _watch_leases(self) -> None:
         await self.leases.synced.wait()
         await self.state.workloads.synced.wait()

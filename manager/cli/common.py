@@ -172,12 +172,6 @@ def _namespace_option(f: F) -> F:
     )(f)
 
 
-def group_connection_options(f: F) -> F:
-    """The same connection options on the ``kfed`` group itself, kept in its context object
-    for every subcommand (``kfed --kubeconfig F cluster add ...``)."""
-    return _kubeconfig_option(_context_option(_namespace_option(f)))
-
-
 def remember_group_target(
     ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None
 ) -> None:

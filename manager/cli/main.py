@@ -9,7 +9,7 @@ from manager.cli import cluster, common, crds, drill, submit, whatif, workloads
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kfed")
-@common.group_connection_options
+@common.connection_options()  # also before the subcommand
 @click.pass_context
 def main(
     ctx: click.Context, kubeconfig: str | None, context: str | None, namespace: str | None

@@ -32,6 +32,7 @@ from manager.api import constants as C
 from manager.api import quantity
 from manager.controllers import conditions, spans
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobs import job_finished
 from manager.controllers.runtime import ClusterController
 from manager.federation import capacity, checkstatus, failover, remoteobjects
 from manager.federation.registry import ClusterRegistry
@@ -69,13 +70,6 @@ _FAILOVER_METRIC_REASON: dict[str, FailoverReason] = {
     "vanished": "evicted",
 }
 """``_retry`` reasons as the ``kfed_failovers_total`` reason label counts them."""
-
-
-def _job_finished(job: Obj) -> bool:
-    return any(
-        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-        for c in (job.get("status") or {}).get("conditions") or []
-    )
 
 
 def _ours(remote_obj: Obj, origin: str) -> bool:
@@ -174,14 +168,18 @@ class Dispatcher:
             self.queue.add(f"{meta.get('namespace')}/{name}")
 
         def on_remote_job(event: Event) -> None:
-            labels = (event.obj.get("metadata") or {}).get("labels") or {}
-            workload = labels.get(C.PREBUILT_WORKLOAD_LABEL)
-            if event.type == "DELETED" and workload and _job_finished(event.obj):
-                # Kept: a worker's TTL controller may delete a finished Job before we copied
-                # its final status (ttlSecondsAfterFinished: 0). Without it the manager's Job
-                # would never end, or worse, its vanished copy would count as a reason to
-                # run it again.
-                key = f"{event.obj['metadata']['namespace']}/{workload}"
+            meta = event.obj.get("metadata") or {}
+            workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+            key = f"{meta.get('namespace')}/{workload}"
+            if (
+                event.type == "DELETED"
+                and job_finished(event.obj) is not None
+                and self.state.workloads.get(key) is not None
+            ):
+                # Kept (until _forget) while its workload lives: a worker's TTL controller
+                # may delete a finished Job before we copied its final status
+                # (ttlSecondsAfterFinished: 0). Without it the manager's Job would never
+                # end, or worse, its vanished copy would count as a reason to run it again.
                 self.finished_remote_jobs[key] = event.obj
             on_remote(event)
 
@@ -1052,14 +1050,7 @@ class Dispatcher:
             if not keep:
                 log.info("removing stale copy of %s from %s", key, remote.name)
                 await self._delete_copy(remote, key, obj)
-        for job in list(remote.jobs().items()):
-            labels = job["metadata"].get("labels") or {}
-            key = f"{job['metadata']['namespace']}/{labels.get(C.PREBUILT_WORKLOAD_LABEL, '')}"
-            if remote.workloads().get(key) is None and self.state.workloads.get(key) is None:
-                with contextlib.suppress(errors.KubeError):
-                    await remote.api.delete(
-                        R.JOBS, job["metadata"]["name"], job["metadata"]["namespace"]
-                    )
+        await self._collect_orphan_jobs(remote)
 
     async def collect_garbage(self) -> int:
         """Delete remote copies of our origin whose manager workload is gone or finished."""

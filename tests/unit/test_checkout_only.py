@@ -19,10 +19,15 @@ from tests import references
 REPO = references.REPO
 ALLOWED = {"tests/references.py"}
 SELF = "tests/unit/test_checkout_only.py"
-"""This file quotes ways out as test data; it reads nothing outside."""
+"""This file quotes ways of climbing out as test data (never the folder's name, which it
+takes from tests/references.py); it reads nothing outside."""
 
-_SIBLING_LITERAL = re.compile(r"\.\.[/\\]shared\b")
-_SHARED_JOINED = re.compile(r"""["']shared["']\s*/|/\s*["']shared["']""")
+
+NAME = references.BESIDE.name
+BESIDE = re.escape(NAME)
+"""The folder beside the checkout, named only in tests/references.py (so not here)."""
+_SIBLING_LITERAL = re.compile(rf"\.\.[/\\]{BESIDE}\b")
+_SHARED_JOINED = re.compile(rf"""["']{BESIDE}["']\s*/|/\s*["']{BESIDE}["']""")
 _ROOT_PARENT = re.compile(r"\b(?:REPO|ROOT|REPO_ROOT|CHECKOUT)\.parent\b")
 _FILE_PARENTS = re.compile(r"__file__\)(?:\.resolve\(\))?\.parents\[(\d+)\]")
 _FILE_PARENT_CHAIN = re.compile(r"__file__\)(?:\.resolve\(\))?((?:\.parent)+)\b")
@@ -36,9 +41,9 @@ def outside_references(relative: str, text: str) -> list[str]:
     for number, line in enumerate(text.splitlines(), 1):
         reasons = []
         if _SIBLING_LITERAL.search(line):
-            reasons.append("names ../shared")
+            reasons.append("names the folder beside the checkout")
         if relative.endswith(".py") and _SHARED_JOINED.search(line):
-            reasons.append('joins a "shared" path component')
+            reasons.append("joins the beside-folder's name as a path component")
         if _ROOT_PARENT.search(line):
             reasons.append("takes the parent of the checkout root")
         for match in _FILE_PARENTS.finditer(line):
@@ -88,11 +93,11 @@ def test_the_references_module_itself_is_caught_by_the_check() -> None:
 @pytest.mark.parametrize(
     ("relative", "line"),
     [
-        ("e2e/demo.py", 'SEED = Path(__file__).resolve().parents[2] / "shared" / "seed"'),
+        ("e2e/demo.py", f'SEED = Path(__file__).resolve().parent / "{NAME}" / "seed"'),
         ("tests/a/b/c.py", "SEED = Path(__file__).resolve().parents[4] / 'x'"),
         ("e2e/kind/scenario.py", "SEED = REPO.parent / 'seed'"),
         ("e2e/demo.py", "ROOT = Path(__file__).parent.parent.parent"),
-        ("docs/quickstart.md", "submit Jobs as in `../shared/seed/examples/`"),
+        ("docs/quickstart.md", f"submit Jobs as in `../{NAME}/seed/examples/`"),
         (".ci/run", 'cd "$(dirname "${BASH_SOURCE[0]}")/../.."'),
     ],
 )
@@ -107,7 +112,7 @@ def test_each_way_out_is_recognised(relative: str, line: str) -> None:
         ("tests/a/b/c.py", "REPO = Path(__file__).resolve().parents[3]"),
         ("e2e/examples.py", "EXAMPLES = Path(__file__).resolve().parent.parent / 'examples'"),
         (".ci/run", 'cd "$(dirname "${BASH_SOURCE[0]}")/.."'),
-        ("manager/api/meta.py", '"""The shared base of every kfed API model."""'),
+        ("manager/api/meta.py", f'"""The {NAME} base of every kfed API model."""'),
     ],
 )
 def test_ways_that_stay_inside_are_not_flagged(relative: str, line: str) -> None:

@@ -62,29 +62,31 @@ def workloads_ns(manager: Kube, cleanup: Cleanup, unique: str) -> str:
         manager.create(R.WORKLOADS, body)
         cleanup.add(manager, R.WORKLOADS, name, ns)
         manager.patch_status(R.WORKLOADS, name, status, ns)
-    manager.create(
-        R.JOBS,
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {
-                "name": "heavy-job",
-                "namespace": ns,
-                "labels": {C.QUEUE_NAME_LABEL: "gpu-lq", C.PREBUILT_WORKLOAD_LABEL: "placed"},
-            },
-            "spec": {
-                "suspend": True,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [{"name": "main", "image": "busybox"}],
-                    }
-                },
-            },
-        },
-    )
+    manager.create(R.JOBS, prebuilt_job(ns, "heavy-job", "placed"))
     cleanup.add(manager, R.JOBS, "heavy-job", ns)
     return ns
+
+
+def prebuilt_job(namespace: str, name: str, workload: str) -> dict[str, object]:
+    """A suspended Job in gpu-lq whose Workload is the prebuilt ``workload``."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {C.QUEUE_NAME_LABEL: "gpu-lq", C.PREBUILT_WORKLOAD_LABEL: workload},
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                }
+            },
+        },
+    }
 
 
 def test_workloads_shows_queue_flavor_cluster_and_state(kfed: Kfed, workloads_ns: str) -> None:
@@ -166,27 +168,7 @@ def test_explain_a_job_naming_a_missing_prebuilt_workload_says_so(
 ) -> None:
     """Issue "Never twice, never stuck", finding 10. Before: "is the kfed manager running?"
     while the real reason was the missing prebuilt Workload."""
-    manager.create(
-        R.JOBS,
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {
-                "name": "waits-for-prebuilt",
-                "namespace": workloads_ns,
-                "labels": {C.QUEUE_NAME_LABEL: "gpu-lq", C.PREBUILT_WORKLOAD_LABEL: "absent"},
-            },
-            "spec": {
-                "suspend": True,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [{"name": "main", "image": "busybox"}],
-                    }
-                },
-            },
-        },
-    )
+    manager.create(R.JOBS, prebuilt_job(workloads_ns, "waits-for-prebuilt", "absent"))
     result = kfed("explain", f"{workloads_ns}/waits-for-prebuilt")
     assert result.exit_code == 1
     assert f"names the Workload {workloads_ns}/absent, which does not exist" in result.stderr

@@ -19,6 +19,7 @@ import pytest
 
 from e2e.waiting import wait_for
 from manager.api import constants as C
+from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation import checkstatus
 from manager.federation.settings import FailoverPolicy
@@ -410,15 +411,7 @@ async def test_a_worker_whose_kubeconfig_becomes_refused_is_lost_and_its_jobs_mo
                 assert not (job.get("status") or {}).get("active"), "pods still active there"
     finally:
         await api.patch(R.SECRETS, first, {"data": {"kubeconfig": original}}, "kueue-system")
-
-        async def active_again() -> bool:
-            mk = await api.get(R.MULTIKUEUE_CLUSTERS, first)
-            return any(
-                c["type"] == C.ACTIVE and c["status"] == "True"
-                for c in (mk.get("status") or {}).get("conditions") or []
-            )
-
-        await wait_for(active_again, timeout=60, what=f"{first} Active again")
+        await wait_active(api, first)
 
 
 def yaml_with_skip_tls(encoded: str) -> str:
@@ -486,12 +479,14 @@ async def restore_cluster(api: KubeApi, name: str, registered: dict[str, Any]) -
             },
         )
 
+    await wait_active(api, name)
+
+
+async def wait_active(api: KubeApi, name: str) -> None:
+    """Until the manager reports worker ``name`` Active (a session-wide registration)."""
+
     async def active() -> bool:
-        mk = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-        return any(
-            c["type"] == C.ACTIVE and c["status"] == "True"
-            for c in (mk.get("status") or {}).get("conditions") or []
-        )
+        return conditions.is_true(await api.get(R.MULTIKUEUE_CLUSTERS, name), C.ACTIVE)
 
     await wait_for(active, timeout=60, what=f"{name} Active again")
 
