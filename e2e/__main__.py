@@ -1,9 +1,11 @@
-"""`python -m e2e up|down|status|kubeconfig|bin-dir`: local Kubernetes clusters for kfed.
+"""`python -m e2e up|down|status|stop|start|kubeconfig|bin-dir`: local Kubernetes clusters for kfed.
 
 python -m e2e up --name demo --workers 2 --full
 export PATH="$(python -m e2e bin-dir):$PATH"      # the built kubectl
 kubectl --kubeconfig "$(python -m e2e kubeconfig --name demo --cluster worker-2)" get nodes
 python -m e2e status --name demo
+python -m e2e stop --name demo --cluster worker-1 --kill    # its kube-apiserver: an outage
+python -m e2e start --name demo --cluster worker-1          # ... and back
 python -m e2e down --name demo
 """
 
@@ -51,6 +53,22 @@ def _parser() -> argparse.ArgumentParser:
     kubeconfig.add_argument("--cluster", required=True)
     kubeconfig.add_argument("--provider", choices=["local", "kind"], default="local")
 
+    roles = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok")
+    stop = sub.add_parser(
+        "stop", help="stop one process of a cluster: a real control-plane outage for a drill"
+    )
+    start = sub.add_parser("start", help="start a stopped process again (same ports and data)")
+    for command in (stop, start):
+        command.add_argument("--name", required=True)
+        command.add_argument("--cluster", required=True)
+        command.add_argument("--role", choices=roles, default="kube-apiserver")
+        command.add_argument(
+            "--root",
+            type=Path,
+            help="the directory holding the federation (default: $KFED_STATE_DIR or the cache)",
+        )
+    stop.add_argument("--kill", action="store_true", help="SIGKILL at once, as a crash would")
+
     sub.add_parser("bin-dir", help="print the directory of the built kubectl (for $PATH)")
     return parser
 
@@ -87,6 +105,15 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 path = LocalFederation.load(args.name).kubeconfig(args.cluster)
                 print(path)
+            return 0
+        if args.command in ("stop", "start"):
+            fed = LocalFederation.load(args.name, root=args.root)
+            if args.command == "stop":
+                fed.stop_role(args.cluster, args.role, kill=args.kill)
+                print(f"{args.cluster}: {args.role} stopped")
+            else:
+                fed.start_role(args.cluster, args.role)
+                print(f"{args.cluster}: {args.role} started again")
             return 0
         if args.command == "bin-dir":
             print(binaries.path_of("kubectl").parent)

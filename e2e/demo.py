@@ -9,7 +9,10 @@
 4. register the workers with `kfed cluster add`, from their kubeconfigs;
 5. submit the article's two jobs (unchanged) and a burst of 20 more, and show each
    placement as it happens, until all have completed;
-6. run a partition drill on worker-1 (`kfed drill partition`) and print its report;
+6. run two drills on worker-1 and print their reports: a real outage (its kube-apiserver
+   killed for 20 s, `kfed drill outage`) under the default at-most-once policy, where
+   nothing may move and the probes resume there; then a partition (`kfed drill partition`)
+   under the opt-in fast policy, where they move;
 7. print the trace of one job, and where to find the dashboard, metrics, traces and logs.
 
 Everything it started is stopped at the end (``--keep`` leaves it running).
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -149,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--name", default="demo")
     parser.add_argument("--keep", action="store_true", help="leave everything running")
-    parser.add_argument("--no-drill", action="store_true", help="skip the partition drill")
+    parser.add_argument("--no-drill", action="store_true", help="skip the two drills")
     args = parser.parse_args(argv)
 
     fed = LocalFederation(args.name, workers=2, full=True, nodes_file=DEMO_NODES)
@@ -268,6 +272,38 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([kfed, "workloads", "-A", *on_manager], check=False)
 
         if not args.no_drill:
+            step("an outage drill: worker-1's kube-apiserver killed, kfed drill outage")
+
+            # Under the default policy, at-most-once, nothing moves while worker-1 is down:
+            # nothing can prove its copies stopped. Once it is back the probes run on there.
+            def e2e_command(verb: str, *extra: str) -> str:
+                argv = [sys.executable, "-m", "e2e", verb, "--name", args.name]
+                return shlex.join([*argv, "--cluster", "worker-1", *extra])
+
+            repo = Path(__file__).resolve().parent.parent
+            drill = subprocess.run(
+                [
+                    kfed,
+                    "drill",
+                    "outage",
+                    "--cluster",
+                    "worker-1",
+                    "--hold",
+                    "20",
+                    "--break-command",
+                    e2e_command("stop", "--kill"),
+                    "--restore-command",
+                    e2e_command("start"),
+                    *on_manager,
+                    "--output",
+                    str(fed.directory),
+                ],
+                check=False,
+                cwd=repo,
+            )
+            fed.adopt_processes()  # the restarted kube-apiserver is ours to stop at the end
+            print(f"   drill exit code: {drill.returncode} (0: passed, no double run)")
+
             step("a failover drill: kfed drill partition --cluster worker-1")
             # kfed's default policy, at-most-once, moves a cut-off worker's jobs only once it
             # is back (or after the outage timeout); the drill shows the opt-in fast policy,

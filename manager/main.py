@@ -49,6 +49,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=["capacity-aware", "all-at-once", "incremental"],
     )
     p.add_argument("--admission-timeout", type=float, default=d.admission_timeout)
+    p.add_argument(
+        "--dispatch-deadline",
+        type=float,
+        default=d.dispatch_deadline,
+        help="seconds a workload no worker can ever hold (no worker has its queue or flavor, "
+        "or enough quota) keeps its manager quota before it is evicted and requeued",
+    )
     p.add_argument("--gc-interval", type=float, default=d.gc_interval)
     p.add_argument("--worker-lease-duration", type=float, default=d.lease_duration)
     p.add_argument("--worker-lease-renew-period", type=float, default=d.lease_renew_period)
@@ -139,6 +146,7 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
         dispatch_mode=MODES[args.dispatch_mode],
         dispatch_workers=args.dispatch_workers,
         admission_timeout=args.admission_timeout,
+        dispatch_deadline=args.dispatch_deadline,
         gc_interval=args.gc_interval,
         request_timeout=args.worker_request_timeout,
         lease_duration=args.worker_lease_duration,

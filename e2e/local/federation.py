@@ -121,6 +121,37 @@ class LocalFederation:
             cluster.stop()
         cleanup_directory(self.directory)
 
+    # -- outages -------------------------------------------------------------------------
+
+    def stop_role(self, cluster: str, role: str, *, kill: bool = False) -> None:
+        """Stop one process of one cluster, as an outage would (``kill``: SIGKILL at once, as
+        a crash would). Its command line stays in the state, so ``start_role`` can bring it
+        back, from this process or another one (``python -m e2e start``)."""
+        self.cluster(cluster).stop_role(role, kill=kill)
+        self.save_state()
+
+    def start_role(self, cluster: str, role: str, *, timeout: float = 90.0) -> None:
+        """Start a stopped process again with its command line (same ports, same data) and,
+        for an API server, wait until it serves."""
+        local = self.cluster(cluster)
+        proc = local.processes[role]  # an unknown role is a mistake, never a silent no-op
+        if proc.alive:
+            raise RuntimeError(f"{cluster}: {role} is already running (pid {proc.pid})")
+        proc.start()
+        self.save_state()
+        if role == "kube-apiserver":
+            local.wait_ready(timeout=timeout)
+
+    def adopt_processes(self) -> None:
+        """Take over the processes another command started for this federation (``python -m
+        e2e start`` writes their pids to the state file), so that this object stops them."""
+        state = json.loads(self.state_file.read_text())
+        for name, cluster in state["clusters"].items():
+            for role, saved in cluster["processes"].items():
+                proc = self.cluster(name).processes.get(role)
+                if proc is not None and saved["pid"] != proc.pid:
+                    proc.adopt(saved["pid"])
+
     def __enter__(self) -> LocalFederation:
         self.up()
         return self

@@ -73,6 +73,13 @@ class ManagedProcess:
         self._popen = None
         self.pid = None
 
+    def adopt(self, pid: int | None) -> None:
+        """Track ``pid``, a process another command started with this command line."""
+        if self._popen is not None:
+            self._popen.poll()  # reap ours if it ended
+        self._popen = None
+        self.pid = pid
+
     def kill(self) -> None:
         """SIGKILL at once, as a crash or a power cut would."""
         if self.pid is not None:

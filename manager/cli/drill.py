@@ -71,11 +71,13 @@ class DrillOptions:
     blackhole: str | None = None
     break_command: str | None = None
     restore_command: str | None = None
+    hold: float | None = None
+    """Restore after this many seconds even if the probes have not moved (None: --timeout)."""
 
     @property
     def probe_seconds(self) -> int:
         """Longer than every phase of the drill together."""
-        return int(self.timeout * 4 + 300)
+        return int(self.timeout * 4 + (self.hold or 0) + 300)
 
 
 def report_path(output: str | None, kind: str, cluster: str, when: dt.datetime) -> Path:
@@ -211,8 +213,9 @@ async def _prepare(
             notes.append(
                 f"ClusterQueue {chain.cluster_queue_name} has failover policy "
                 f"{policy or 'the manager default (at-most-once unless --failover-policy fast)'}:"
-                " under at-most-once the probes move only once the cluster is back, or after "
-                "the manager's --worker-lost-timeout"
+                " under at-most-once the probes move only once the cluster is back and their "
+                "copies there stopped, or after the manager's --worker-lost-timeout; a probe "
+                "that runs on there once the cluster is restored passes as resumed"
             )
     for cluster in plan.clusters:
         try:
@@ -339,13 +342,12 @@ async def _break_and_restore(
     err = console(stderr=True)
     restored_at: float | None = None
     actions: list[str] = []
+    hold = opts.hold if opts.hold is not None else opts.timeout
     try:
         await breaker.apply()
         event(watcher.now(), f"broke {plan.target}: {breaker.describe()}")
-        with err.status(
-            f"waiting for the probes to run elsewhere (up to {opts.timeout:g}s)…"
-        ) as status:
-            deadline = time.monotonic() + opts.timeout
+        with err.status(f"waiting for the probes to run elsewhere (up to {hold:g}s)…") as status:
+            deadline = time.monotonic() + hold
             while len(watcher.moved) < plan.count and time.monotonic() < deadline:
                 status.update(
                     f"{drillreport.fmt(watcher.now())}: {len(watcher.moved)}/{plan.count} probes "
@@ -356,6 +358,7 @@ async def _break_and_restore(
         try:
             actions = await breaker.restore()
             restored_at = watcher.now()
+            watcher.mark_restored(restored_at)
             event(restored_at, f"restored {plan.target}: {'; '.join(actions) or 'nothing to do'}")
         except (CliError, errors.KubeError) as problem:
             message = problem.message if isinstance(problem, CliError) else str(problem)
@@ -368,17 +371,23 @@ async def _break_and_restore(
         condition = active_condition(await api.get(R.MULTIKUEUE_CLUSTERS, plan.target))
         return condition is not None and condition.get("status") == "True"
 
-    names = set(workloads.values())
+    async def settled() -> bool:
+        return watcher.settled() == plan.count
 
     async def clean() -> bool:
+        """No copy left there of a probe that moved (one that resumed there stays)."""
+        moved = {workloads[probe] for probe in watcher.moved if probe in workloads}
         copies = (await target_api.list(R.WORKLOADS, plan.namespace))["items"]
-        running = await drillprobes.running_probes(target_api, plan)
-        return not any(w["metadata"]["name"] in names for w in copies) and not running
+        running = set(await drillprobes.running_probes(target_api, plan)) & set(watcher.moved)
+        return not any(w["metadata"]["name"] in moved for w in copies) and not running
 
     with err.status(f"waiting for {plan.target} to be Active again…"):
         active_after = await drillbreak.wait_until(active, timeout=opts.timeout)
     if active_after is not None:
         event(watcher.now(), f"{plan.target} Active again")
+    if watcher.settled() < plan.count:
+        with err.status("waiting for every probe to run again, elsewhere or resumed there…"):
+            await drillbreak.wait_until(settled, timeout=opts.timeout)
     with err.status(f"waiting for the manager to remove the probes' copies from {plan.target}…"):
         cleaned = await drillbreak.wait_until(clean, timeout=opts.timeout)
     cleaned_after = watcher.now() - restored_at if cleaned is not None else None
@@ -460,6 +469,14 @@ def drill_options(f: F) -> F:
                 "elsewhere after the break, the cluster Active again after restoring.",
             ),
             click.option(
+                "--hold",
+                type=click.FloatRange(min=0),
+                default=None,
+                metavar="SECONDS",
+                help="Restore the cluster after this long even if the probes have not moved "
+                "(default: --timeout). Under at-most-once they stay until it is back.",
+            ),
+            click.option(
                 "--interval",
                 type=click.FloatRange(min=0.05, max=5),
                 default=DEFAULT_INTERVAL,
@@ -501,9 +518,11 @@ def group() -> None:
       6. prints the report (p50/max per phase, one row per probe) and writes it as JSON.
 
     \b
-    Exit codes: 0 every probe ran elsewhere within --timeout, no double run, the cluster is
-    back; 1 a probe did not run elsewhere in time, or the cluster did not come back, or the
-    federation is not fit for a drill (nothing was changed); 2 bad input (nothing was
+    Exit codes: 0 every probe ran again (elsewhere, or on the cluster once it was restored:
+    "resumed", as the at-most-once policy does when nothing could prove the old copy
+    stopped), no double run, the cluster is back; 1 a probe ran nowhere in time, or the
+    cluster did not come back, or the federation is not fit for a drill (nothing was
+    changed); 2 bad input (nothing was
     changed); 3 a cluster cannot be reached; 4 a probe ran on two clusters at once;
     130 interrupted (the cluster was restored and the probes removed).
     """
@@ -561,11 +580,20 @@ def outage(break_command: str | None, restore_command: str | None, **kw: Any) ->
     --restore-command starts it again. Either way the cluster is restored afterwards.
 
     \b
+    Under the at-most-once policy (kfed's default) the probes of a cluster that is really
+    down do not move: nothing can prove their copies stopped. Pass --hold to restore it
+    after that many seconds; each probe must then run on there (resumed) or elsewhere,
+    never on two clusters at once.
+
+    \b
     Examples:
       kfed drill outage --cluster worker-1
-      kfed drill outage --cluster worker-1 \\
+      kfed drill outage --cluster worker-1 --hold 30 \\
         --break-command 'docker pause worker-1-control-plane' \\
         --restore-command 'docker unpause worker-1-control-plane'
+      kfed drill outage --cluster worker-1 --hold 30 \\
+        --break-command 'python -m e2e stop --name demo --cluster worker-1 --kill' \\
+        --restore-command 'python -m e2e start --name demo --cluster worker-1'
     """
     if restore_command and not break_command:
         raise click.UsageError("--restore-command needs --break-command")

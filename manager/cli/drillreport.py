@@ -92,6 +92,15 @@ class ProbeResult:
     (negative: they overlapped)."""
     double_runs: list[Interval] = field(default_factory=list)
     unverified: list[Interval] = field(default_factory=list)
+    resumed: float | None = None
+    """When it was seen running on the broken cluster again after the restore, having run
+    nowhere else: the at-most-once outcome of an outage the manager could not see through
+    (None when it moved, or never ran again)."""
+
+    @property
+    def settled(self) -> bool:
+        """It runs again: elsewhere, or on the restored cluster."""
+        return bool(self.moved_to) or self.resumed is not None
 
     def phase(self, name: str) -> float | None:
         return {
@@ -217,6 +226,7 @@ def probe_result(
     samples: Sequence[WorkerSample],
     manager: Sequence[ManagerSample],
     holes: Mapping[str, list[Interval]],
+    restored_at: float | None = None,
 ) -> ProbeResult:
     after = [s for s in samples if s.at >= 0]
     lost = _first(m.at for m in manager if m.at >= 0 and m.cluster_lost)
@@ -226,6 +236,10 @@ def probe_result(
     elsewhere = [s for s in after if s.cluster != target and probe in s.running]
     running = min(elsewhere, key=lambda s: s.at) if elsewhere else None
     detection = _first(t for t in (lost, evicted) if t is not None)
+    resumed = None
+    if running is None and restored_at is not None:
+        back = [s for s in after if s.at >= restored_at and s.cluster == target]
+        resumed = _first(s.at for s in back if probe in s.running)
     return ProbeResult(
         probe=probe,
         moved_to=running.cluster if running else "",
@@ -237,6 +251,7 @@ def probe_result(
         margin=running.at - stopped if running is not None and stopped is not None else None,
         double_runs=double_runs(samples, probe),
         unverified=unverified_runs(samples, probe, holes),
+        resumed=resumed,
     )
 
 
@@ -305,6 +320,10 @@ class DrillReport:
     def moved_count(self) -> int:
         return sum(1 for p in self.probes if p.moved_to)
 
+    @property
+    def resumed_count(self) -> int:
+        return sum(1 for p in self.probes if p.resumed is not None)
+
 
 def verdict(
     kind: str,
@@ -314,8 +333,10 @@ def verdict(
     *,
     timeout: float,
 ) -> tuple[int, list[str]]:
-    """The exit code and the problems behind it: 4 when a probe ran twice; 1 when a probe did
-    not run elsewhere within the timeout or the cluster did not come back; else 0."""
+    """The exit code and the problems behind it: 4 when a probe ran twice; 1 when a probe ran
+    neither elsewhere nor on the restored cluster, or the cluster did not come back; else 0.
+    A probe that stayed on the broken cluster and ran on there once it was restored passes:
+    under the at-most-once policy nothing may move while the old copy could still run."""
     problems = []
     doubled = [p for p in probes if p.double_runs]
     for p in doubled:
@@ -323,11 +344,12 @@ def verdict(
             f"{'+'.join(i.clusters)} {fmt(i.start)}..{fmt(i.end)}" for i in p.double_runs
         )
         problems.append(f"{p.probe} ran on two clusters at once: {spans}")
-    stuck = [p.probe for p in probes if not p.moved_to]
+    stuck = [p.probe for p in probes if not p.settled]
     if stuck:
         problems.append(
-            f"{len(stuck)} of {len(probes)} probe(s) did not run elsewhere within {timeout:g}s "
-            f"of the {kind}: {', '.join(stuck)}"
+            f"{len(stuck)} of {len(probes)} probe(s) ran neither elsewhere nor on {cluster} "
+            f"after it was restored (each phase up to {timeout:g}s) after the {kind}: "
+            f"{', '.join(stuck)}"
         )
     if restoration.restored_at is None:
         problems.append(f"{cluster} was not restored: {'; '.join(restoration.actions)}")
@@ -359,7 +381,9 @@ def build(
 ) -> DrillReport:
     """The report, from the samples taken between the break (0) and ``end``."""
     holes = unobserved(samples, clusters, start=0.0, end=end, gap=max(1.0, 4 * interval))
-    results = [probe_result(p, cluster, samples, manager, holes) for p in probes]
+    results = [
+        probe_result(p, cluster, samples, manager, holes, restoration.restored_at) for p in probes
+    ]
     code, problems = verdict(kind, cluster, results, restoration, timeout=timeout)
     all_notes = list(notes)
     for name, dark in holes.items():
@@ -446,7 +470,7 @@ def render(report: DrillReport, *, output_path: str | None = None) -> Group:
             (
                 (
                     p.probe,
-                    p.moved_to or "-",
+                    p.moved_to or ("resumed there" if p.resumed is not None else "-"),
                     fmt(p.detection),
                     fmt(p.stopped),
                     fmt(p.eviction),
@@ -465,7 +489,8 @@ def render(report: DrillReport, *, output_path: str | None = None) -> Group:
             style="bold red" if report.double_run_count else "bold",
         ),
         Text(
-            f"moved: {report.moved_count} of {n} probe(s) ran elsewhere within {report.timeout:g}s"
+            f"moved: {report.moved_count} of {n} probe(s) ran elsewhere; resumed: "
+            f"{report.resumed_count} ran on {report.cluster} once it was restored"
         ),
     ]
     r = report.restoration
@@ -498,6 +523,7 @@ def as_json(report: DrillReport) -> str:
     data = asdict(report)
     data["double_runs"] = report.double_run_count
     data["moved"] = report.moved_count
+    data["resumed"] = report.resumed_count
     data["passed"] = report.exit_code == EXIT_OK
     return json.dumps(_milliseconds(data), indent=2) + "\n"
 

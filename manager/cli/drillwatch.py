@@ -79,6 +79,10 @@ class Watcher:
     there: the live counterpart of ``drillreport.running_intervals``."""
     moved: dict[str, str] = field(default_factory=dict)
     """Probe -> the other cluster it was first seen running on after the break."""
+    resumed: dict[str, float] = field(default_factory=dict)
+    """Probe -> when it was first seen running on the broken cluster after the restore,
+    having run nowhere else."""
+    restored_at: float | None = None
     lost_at: float | None = None
 
     @property
@@ -90,6 +94,13 @@ class Watcher:
 
     def mark_break(self) -> None:
         self.zero = time.monotonic()
+
+    def mark_restored(self, at: float) -> None:
+        self.restored_at = at
+
+    def settled(self) -> int:
+        """How many probes run again: elsewhere, or on the broken cluster once restored."""
+        return len(set(self.moved) | set(self.resumed))
 
     def start(self) -> None:
         self._tasks = [
@@ -226,6 +237,10 @@ class Watcher:
             if cluster != target and probe in running:
                 self.moved.setdefault(probe, cluster)
                 self._once(at, f"running:{probe}", f"{probe} runs on {cluster}")
+            restored = self.restored_at is not None and at >= self.restored_at
+            if restored and cluster == target and probe in running and probe not in self.moved:
+                self.resumed.setdefault(probe, at)
+                self._once(at, f"resumed:{probe}", f"{probe} runs on {target} again (resumed)")
             on = sorted(set(self._running_at_once(probe)))
             if len(on) > 1:
                 self._once(

@@ -38,6 +38,9 @@ class Candidate:
     free: Mapping[str, int] = field(default_factory=dict)
     """Free units per resource before placing, in the matched worker flavors."""
     score: tuple[float, int, int] = (1.0, 0, 0)
+    never: bool = False
+    """It cannot hold the workload as the worker is configured now (no such queue or flavor,
+    or less nominal quota than requested), as opposed to not now (full, unreachable)."""
 
     def describe(self) -> str:
         return f"{self.cluster}: {self.reason}"
@@ -122,7 +125,9 @@ def match_flavor(
 def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str, Obj]) -> Candidate:
     lq = worker.local_queues.get(f"{request.namespace}/{request.queue}")
     if lq is None:
-        return Candidate(worker.name, False, f"no LocalQueue {request.namespace}/{request.queue}")
+        return Candidate(
+            worker.name, False, f"no LocalQueue {request.namespace}/{request.queue}", never=True
+        )
     cq_name = str((lq.get("spec") or {}).get("clusterQueue", ""))
     cq = worker.cluster_queues.get(cq_name)
     if cq is None:
@@ -130,6 +135,7 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
             worker.name,
             False,
             f"LocalQueue {request.queue} points to missing ClusterQueue {cq_name}",
+            never=True,
         )
     quotas = _quotas(cq)
     reserved = _reserved(cq)
@@ -142,7 +148,10 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
         )
         if worker_flavor is None:
             return Candidate(
-                worker.name, False, f"ClusterQueue {cq_name} has no flavor matching {flavor}"
+                worker.name,
+                False,
+                f"ClusterQueue {cq_name} has no flavor matching {flavor}",
+                never=True,
             )
         mapping[flavor] = worker_flavor
         nominal = quotas[worker_flavor].get(resource)
@@ -151,6 +160,7 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
                 worker.name,
                 False,
                 f"flavor {worker_flavor} of ClusterQueue {cq_name} has no quota for {resource}",
+                never=True,
             )
         available = (
             nominal
@@ -158,6 +168,17 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
             - worker.in_flight.get((cq_name, worker_flavor, resource), 0)
         )
         free[resource] = available
+        if nominal < amount:
+            return Candidate(
+                worker.name,
+                False,
+                f"too small: flavor {worker_flavor} of ClusterQueue {cq_name} has "
+                f"{_fmt(resource, nominal)} {resource} in all, {_fmt(resource, amount)} requested",
+                cq_name,
+                mapping,
+                free,
+                never=True,
+            )
         if available < amount:
             return Candidate(
                 worker.name,
@@ -180,6 +201,12 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
         free,
         (tightest, worker.waiting, worker.order),
     )
+
+
+def never_placeable(candidates: list[Candidate]) -> bool:
+    """No worker of the config can ever hold it as they are configured: each one that was
+    evaluated said never (an unreachable or cordoned worker might, so it does not count)."""
+    return all(c.never for c in candidates)
 
 
 def choose(candidates: list[Candidate]) -> Candidate | None:

@@ -126,6 +126,9 @@ class Dispatcher:
         self.placements: dict[str, Placement] = {}
         self.tried: dict[str, set[str]] = {}
         self.waiting: set[str] = set()
+        self.unplaceable_since: dict[str, float] = {}
+        """Key -> when every worker first said it can never hold the workload (as they are
+        configured); its quota is released ``dispatch_deadline`` after that."""
         self.rounds: dict[str, tuple[int, float]] = {}
         self.reserved_at: dict[str, float] = {}
         self.winners: dict[str, str] = {}
@@ -466,10 +469,10 @@ class Dispatcher:
         self.stats.retries += 1
         log.info("workload %s: %s", ws.key_of(obj), message)
         if await self._set_check(obj, check, "Retry", message) is not None:
-            self.state.metrics.failover(
-                str(ws.status_of(obj).get("clusterName") or ""),
-                _FAILOVER_METRIC_REASON.get(reason, "lost"),
-            )
+            cluster = str(ws.status_of(obj).get("clusterName") or "")
+            self.state.metrics.failover(cluster, _FAILOVER_METRIC_REASON.get(reason, "lost"))
+            if reason == "evicted":  # by the worker itself (upstream counts only these)
+                self.state.metrics.evicted_remotely(ws.cluster_queue_of(obj), cluster)
             spans.record(
                 "manager",
                 "failover",
@@ -554,7 +557,7 @@ class Dispatcher:
             if allowed is not None and name not in allowed:
                 result.append(
                     capacity.Candidate(
-                        name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}"
+                        name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
                     )
                 )
             elif remote is None or not remote.connected:
@@ -633,9 +636,13 @@ class Dispatcher:
         if best is None:
             self.waiting.add(key)
             reasons = "; ".join(c.describe() for c in candidates) or "no worker clusters configured"
+            if capacity.never_placeable(candidates):
+                return await self._unplaceable(key, obj, check, reasons)
+            self.unplaceable_since.pop(key, None)
             await self._set_check(obj, check, "Pending", f"no worker can admit it now: {reasons}")
             return None
         self.waiting.discard(key)
+        self.unplaceable_since.pop(key, None)
         remote = self.registry.remote(best.cluster)
         assert remote is not None
         usage = {}
@@ -681,6 +688,33 @@ class Dispatcher:
             nominated=[best.cluster],
         )
         return self.settings.admission_timeout
+
+    async def _unplaceable(self, key: str, obj: Obj, check: str, reasons: str) -> float | None:
+        """No worker can ever hold it as the workers are configured. It keeps its manager
+        quota for ``dispatch_deadline`` (a worker may be given the queue or flavor); then the
+        check goes Retry: the manager evicts it, which releases the quota, and requeues it
+        with backoff, the reason kept in its Evicted condition."""
+        deadline = self.settings.dispatch_deadline
+        since = self.unplaceable_since.setdefault(key, time.monotonic())
+        left = deadline - (time.monotonic() - since)
+        if left > 0:
+            await self._set_check(
+                obj,
+                check,
+                "Pending",
+                f"no worker can ever admit it as configured: {reasons}; its quota is released "
+                f"{deadline:g}s after this was first seen (dispatch deadline) unless one can",
+            )
+            return left
+        self.unplaceable_since.pop(key, None)
+        message = (
+            f"no worker could admit it within the dispatch deadline of {deadline:g}s: {reasons}; "
+            "quota released, requeued"
+        )
+        log.info("workload %s: %s", key, message)
+        self.stats.retries += 1
+        await self._set_check(obj, check, "Retry", message)
+        return None
 
     async def _place_many(
         self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
@@ -945,6 +979,7 @@ class Dispatcher:
         self.placements.pop(key, None)
         self.tried.pop(key, None)
         self.waiting.discard(key)
+        self.unplaceable_since.pop(key, None)
         self.rounds.pop(key, None)
         self.reserved_at.pop(key, None)
 

@@ -62,6 +62,10 @@ class FederationSettings:
     incremental_round_timeout: float = 300.0
     admission_timeout: float = 30.0
     """A copy the chosen worker has not admitted by then is withdrawn; the next is tried."""
+    dispatch_deadline: float = 300.0
+    """A workload no worker can ever hold as configured (no worker has its queue or flavor,
+    or none has that much quota) keeps its manager quota this long, then it is evicted
+    (releasing the quota) and requeued with the reason."""
     gc_interval: float = 60.0
     """Remote objects of our origin without a manager-side workload are deleted this often."""
     request_timeout: float = 5.0

@@ -202,6 +202,13 @@ class Metrics:
             ["cluster_queue", "cluster"],
             registry=r,
         )
+        self.workloads_evicted_remotely = Counter(
+            "multikueue_workloads_evicted_total",
+            "Manager workloads whose copy a worker cluster evicted (preempted there, or its "
+            "quota lost): taken off that worker and placed again",
+            ["cluster_queue", "cluster"],
+            registry=r,
+        )
 
         # -- the federation -------------------------------------------------------------
         self.dispatch_latency = Histogram(
@@ -308,6 +315,10 @@ class Metrics:
     def admitted_remotely(self, cluster_queue: str, cluster: str) -> None:
         """The worker admitted the copy and the manager's check went Ready."""
         self.workloads_admitted_remotely.labels(cluster_queue, cluster).inc()
+
+    def evicted_remotely(self, cluster_queue: str, cluster: str) -> None:
+        """The worker evicted the copy; the manager took the workload off it to place again."""
+        self.workloads_evicted_remotely.labels(cluster_queue, cluster).inc()
 
     def dispatch_done(self, cluster: str, seconds: float) -> None:
         self.dispatch_latency.labels(cluster).observe(max(0.0, seconds))

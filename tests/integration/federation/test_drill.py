@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from manager.cli import drillbreak, drillprobes
 from manager.cli.drillbreak import DRILL_ANNOTATION
 from manager.cli.drillprobes import RUN_LABEL
 from manager.cli.registration import active_condition
+from manager.federation.settings import FailoverPolicy
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.federation import article
@@ -31,6 +34,7 @@ from tests.integration.federation.bed import NAMESPACE, Bed
 
 pytestmark = pytest.mark.full
 KFED = str(Path(sys.executable).with_name("kfed"))
+REPO = Path(__file__).resolve().parents[3]
 
 
 async def kfed(bed: Bed, *args: str) -> tuple[int, str, str]:
@@ -207,6 +211,65 @@ async def test_outage_moves_every_probe_once_and_restores_the_worker(
     assert code == 0, err
     report = read_report(tmp_path, "outage", "worker-3")
     assert_moved_without_double_runs(report, "worker-3", 1)
+    await assert_left_as_found(bed, "worker-3", before)
+
+
+def e2e_command(bed: Bed, verb: str, cluster: str, *extra: str) -> str:
+    """``python -m e2e stop|start`` for one of the bed's clusters, as a drill's shell command."""
+    argv = [sys.executable, "-m", "e2e", verb, "--root", str(bed.fed.directory.parent)]
+    argv += ["--name", bed.fed.name, "--cluster", cluster, *extra]
+    return f"cd {shlex.quote(str(REPO))} && {shlex.join(argv)}"
+
+
+async def test_a_real_control_plane_outage_runs_nothing_twice_and_the_probe_resumes_there(
+    article_bed: Bed, tmp_path: Path
+) -> None:
+    """Finding 2, as an operator drills it: ``kfed drill outage`` kills worker-3's
+    kube-apiserver (``python -m e2e stop --kill``) and starts it again 25 s later, far past
+    the fast failover window. Under the default at-most-once policy nothing may move while
+    the worker cannot have stopped its copy: the probe stays placed there, never runs on
+    worker-2, and runs on there once the API server is back. The drill passes it as
+    resumed, with 0 double runs."""
+    bed = article_bed
+    bed.settings = dataclasses.replace(
+        bed.settings, failover_policy=FailoverPolicy.AT_MOST_ONCE, worker_lost_timeout=300.0
+    )
+    await started(bed)
+    before = await snapshot(bed.manager_api, "worker-3")
+    try:
+        code, out, err = await kfed(
+            bed,
+            "drill",
+            "outage",
+            "--cluster",
+            "worker-3",
+            "--probes",
+            "1",
+            "--timeout",
+            "90",
+            "--hold",
+            "25",
+            "--break-command",
+            e2e_command(bed, "stop", "worker-3", "--kill"),
+            "--restore-command",
+            e2e_command(bed, "start", "worker-3"),
+            "--output",
+            str(tmp_path),
+        )
+    finally:
+        bed.fed.adopt_processes()  # the restarted API server is this bed's to stop
+    print(out, err)
+    assert code == 0, err
+    assert "resumed" in err and "at-most-once" in out
+    report = read_report(tmp_path, "outage", "worker-3")
+    assert report["double_runs"] == 0 and report["passed"] is True, report["problems"]
+    assert report["moved"] == 0 and report["resumed"] == 1
+    (probe,) = report["probes"]
+    assert probe["moved_to"] == "" and probe["resumed"] >= report["restoration"]["restored_at"]
+    assert not any(report["running"][probe["probe"]]["worker-2"]), "never ran on worker-2"
+    assert "e2e stop" in report["breaking"], "the break was the command, not a Secret swap"
+    assert report["unobserved"]["worker-3"], "the drill could not read worker-3 while it was down"
+    assert bed.fed.cluster("worker-3").is_ready()
     await assert_left_as_found(bed, "worker-3", before)
 
 

@@ -759,3 +759,183 @@ async def test_upstream_a_remote_job_removed_by_its_ttl_ends_complete_and_never_
         assert [len(uids) for uids in pods_seen.values()] == [1], f"ran again: {pods_seen}"
     finally:
         await stop_tasks(tasks)
+
+
+async def test_upstream_a_workload_preempted_on_its_worker_is_placed_again_and_counted(
+    article_bed: Bed,
+) -> None:
+    """Upstream's "workload evicted on the worker" case: a local Workload of higher priority
+    takes every H100 of the worker the heavy job runs on, and the worker's own queue
+    preempts the copy. The manager clears ``clusterName``, turns the check back to Pending,
+    places the job on the other H100 worker, and counts the eviction in upstream's
+    ``multikueue_workloads_evicted_total`` (and ``kfed_failovers_total{reason="evicted"}``).
+    The copy stopped on the first worker before the job ran on the second. (The requeue
+    held before this issue; the upstream counter is new.)"""
+    bed = article_bed
+    first, other = await place_heavy_job(bed, delay_ms=600_000)
+    api, worker = bed.manager_api, bed.worker_apis[first]
+    assert bed.manager is not None
+    metrics = bed.manager.metrics
+    seen: list[tuple[str, str]] = []
+    workloads = Informer(api, R.WORKLOADS, namespace=NS)
+
+    def on_workload(event: Event) -> None:
+        if (event.obj["metadata"].get("annotations") or {}).get(C.JOB_NAME_ANNOTATION) == (
+            "heavy-job"
+        ):
+            state, _ = checkstatus.check_state(event.obj, CHECK)
+            seen.append((state, str(ws.status_of(event.obj).get("clusterName") or "")))
+
+    workloads.subscribe(on_workload)
+    tasks = [asyncio.create_task(workloads.run())]
+    try:
+        await workloads.synced.wait()
+        await worker.patch(
+            R.CLUSTER_QUEUES,
+            "gpu-cq",
+            {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}},
+        )
+        urgent = {
+            "apiVersion": C.API_VERSION,
+            "kind": "Workload",
+            "metadata": {"name": "urgent-local", "namespace": NS},
+            "spec": {
+                "queueName": "gpu-lq",
+                "priority": 1000,
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": "main",
+                                        "image": "busybox:1.36",
+                                        "resources": {"requests": {"nvidia.com/gpu": "4"}},
+                                    }
+                                ]
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        await worker.create(R.WORKLOADS, urgent, NS)
+
+        async def placed_elsewhere() -> str | None:
+            cluster = await placed_on(api, "heavy-job")
+            return cluster if cluster not in (None, first) else None
+
+        moved = await wait_for(
+            placed_elsewhere, timeout=90, what="heavy-job placed again after its preemption"
+        )
+        assert moved == other
+        local = await worker.get(R.WORKLOADS, "urgent-local", NS)
+        assert ws.is_admitted(local), "the worker's own urgent workload runs there"
+    finally:
+        await stop_tasks(tasks)
+    after_first = seen[next(i for i, (_, c) in enumerate(seen) if c == first) :]
+    assert ("Pending", "") in after_first, f"clusterName cleared, check Pending again: {seen}"
+    registry = metrics.registry
+    labels = {"cluster_queue": "gpu-cq", "cluster": first}
+    assert registry.get_sample_value("multikueue_workloads_evicted_total", labels) == 1.0
+    assert (
+        registry.get_sample_value(
+            "kfed_failovers_total", {"from_cluster": first, "reason": "evicted"}
+        )
+        == 1.0
+    )
+    pods = (await worker.list(R.PODS, NS))["items"]
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    assert not running, "the preempted copy's pod stopped on the first worker"
+
+
+def h100_queue_with_gpus(gpus: int) -> dict[str, Any]:
+    """A worker's gpu-cq (h100) with ``gpus`` GPUs of nominal quota."""
+    flavor, quota = article.WORKER_FLAVORS["worker-2"]
+    objects = article.worker_queue_objects(flavor, {**quota, "nvidia.com/gpu": gpus})
+    return next(body for res, body in objects if res is R.CLUSTER_QUEUES)
+
+
+async def test_upstream_a_workload_no_worker_can_ever_hold_says_why_and_gives_its_quota_back(
+    article_bed: Bed,
+) -> None:
+    """Upstream's "no worker can hold it" case. Both H100 workers have 2 GPUs of quota and
+    worker-1 has no H100 at all; the manager's queue admits a 3-GPU job. Before, its check
+    said only "no worker can admit it now" and it held 3 of the manager's 4 H100 GPUs for
+    ever. Now the check says it can never be admitted as configured, and why per worker;
+    after the dispatch deadline it is evicted (its quota released) and requeued with that
+    reason; once a worker is given the quota, it is placed there."""
+    bed = article_bed
+    api = bed.manager_api
+    for worker in ("worker-2", "worker-3"):
+        await bed.worker_apis[worker].patch(
+            R.CLUSTER_QUEUES, "gpu-cq", {"spec": h100_queue_with_gpus(2)["spec"]}
+        )
+    await start(bed, dispatch_deadline=3.0)
+    evictions: list[str] = []
+    workloads = Informer(api, R.WORKLOADS, namespace=NS)
+
+    def on_workload(event: Event) -> None:
+        if (event.obj["metadata"].get("annotations") or {}).get(C.JOB_NAME_ANNOTATION) != (
+            "big-job"
+        ):
+            return
+        evicted = conditions.find(ws.status_of(event.obj).get("conditions"), C.EVICTED) or {}
+        if evicted.get("status") == "True" and evicted.get("message") not in evictions:
+            evictions.append(str(evicted.get("message")))
+
+    workloads.subscribe(on_workload)
+    tasks = [asyncio.create_task(workloads.run())]
+    try:
+        await workloads.synced.wait()
+        job = article.seed_job("03-heavy-job.yaml", delay_ms=2_000, metadata={"name": "big-job"})
+        for container in job["spec"]["template"]["spec"]["containers"]:
+            for part in ("requests", "limits"):
+                container["resources"][part]["nvidia.com/gpu"] = "3"
+        await api.create(R.JOBS, job, NS)
+        said = await wait_for(
+            lambda: check_says(api, "big-job", "no worker can ever admit it"),
+            timeout=60,
+            what="the check saying no worker can ever admit it",
+        )
+        assert said is not None
+        state, message = said
+        assert state == "Pending"
+        assert "worker-1: ClusterQueue gpu-cq has no flavor matching h100" in message
+        assert "worker-2: too small: flavor h100 of ClusterQueue gpu-cq has 2 nvidia.com/gpu" in (
+            message
+        )
+        await wait_for(
+            lambda: any("dispatch deadline of 3s" in m for m in evictions),
+            timeout=60,
+            what="evicted after the dispatch deadline, saying why",
+        )
+        assert bed.manager is not None
+        registry = bed.manager.metrics.registry
+        assert (
+            registry.get_sample_value(
+                "kueue_evicted_workloads_total",
+                {"cluster_queue": "gpu-cq", "reason": C.REASON_EVICTED_BY_ADMISSION_CHECK},
+            )
+            or 0
+        ) >= 1
+        wl = await manager_workload(api, "big-job")
+        assert wl is not None
+        assert int((ws.status_of(wl).get("requeueState") or {}).get("count") or 0) >= 1
+        for worker_api in bed.worker_apis.values():
+            assert not (await worker_api.list(R.PODS, NS))["items"], "it never ran anywhere"
+
+        await bed.worker_apis["worker-3"].patch(
+            R.CLUSTER_QUEUES, "gpu-cq", {"spec": h100_queue_with_gpus(4)["spec"]}
+        )
+        placed = await wait_for(
+            lambda: placed_on(api, "big-job"), timeout=90, what="big-job placed once it can be"
+        )
+        assert placed == "worker-3"
+        await wait_for(
+            functools.partial(complete, api, "big-job"), timeout=90, what="big-job Complete"
+        )
+    finally:
+        await stop_tasks(tasks)

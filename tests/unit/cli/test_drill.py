@@ -224,12 +224,37 @@ def test_a_probe_that_did_not_move_or_a_cluster_that_did_not_come_back_fails() -
     stuck = [s for s in failover() if s.cluster == T]
     r = report(stuck)
     assert r.exit_code == EXIT_FAILED
-    assert "did not run elsewhere within 60s" in r.problems[0]
+    assert "ran neither elsewhere nor on worker-1 after it was restored" in r.problems[0]
+    assert r.probes[0].resumed is None and not r.probes[0].settled
     r = report(failover(), Restoration(["restored"], 7.0, None, None))
     assert r.exit_code == EXIT_FAILED
     assert "did not become Active again" in r.problems[0]
     r = report(failover(), Restoration(["restoring failed: 403"], None, None, None))
     assert "was not restored: restoring failed: 403" in r.problems[0]
+
+
+def test_a_probe_that_runs_on_once_its_cluster_is_restored_passes_as_resumed() -> None:
+    """At-most-once under a real outage: the broken cluster cannot be read from the break
+    until its restore (at 7.0); nothing moved; the probe runs there again after it."""
+    samples = [ws(i * 0.25, T, {P}, {P}) for i in range(-4, 0)]
+    samples += [ws(i * 0.25 + 0.01, O, set(), set()) for i in range(-4, 40)]
+    samples += [ws(i * 0.25, T, {P}, {P}) for i in range(30, 40)]
+    r = report(samples)
+    assert r.exit_code == EXIT_OK, r.problems
+    assert r.probes[0].resumed == 7.5 and r.probes[0].moved_to == ""
+    assert r.double_run_count == 0 and r.resumed_count == 1 and r.moved_count == 0
+    text = render_text(render(r))
+    assert "resumed there" in text and "resumed: 1 ran on worker-1 once it was restored" in text
+    assert json.loads(as_json(r))["resumed"] == 1
+
+
+def test_a_probe_that_ran_before_the_restore_only_is_not_resumed() -> None:
+    """Running on the broken cluster before the restore proves nothing: it must run there
+    after it."""
+    samples = [ws(i * 0.25, T, {P} if i < 20 else set(), {P}) for i in range(-4, 40)]
+    samples += [ws(i * 0.25 + 0.01, O, set(), set()) for i in range(-4, 40)]
+    r = report(samples)
+    assert r.exit_code == EXIT_FAILED and r.probes[0].resumed is None
 
 
 def test_fmt() -> None:
