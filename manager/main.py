@@ -16,7 +16,7 @@ import os
 import socket
 from pathlib import Path
 
-from manager.controllers.settings import ControllerSettings
+from manager.controllers.flags import add_controller_flags, controller_settings_from
 from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
 from manager.federation.settings import DispatchMode, FailoverPolicy, FederationSettings
@@ -79,10 +79,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds after which at-most-once workloads of a lost worker move anyway (and "
         "its shim fences them), and the wait for workers that cannot fence",
     )
-    p.add_argument("--leader-lease-duration", type=float, default=8.0)
-    p.add_argument("--leader-renew-deadline", type=float, default=6.0)
-    p.add_argument("--leader-retry-period", type=float, default=1.0)
-    p.add_argument("--workers", type=int, default=4, help="reconciles at once per controller")
+    leader = LeaderElectionConfig(namespace="", name="", identity="")  # the defaults, once
+    p.add_argument("--leader-lease-duration", type=float, default=leader.lease_duration)
+    p.add_argument("--leader-renew-deadline", type=float, default=leader.renew_deadline)
+    p.add_argument("--leader-retry-period", type=float, default=leader.retry_period)
+    add_controller_flags(p)
     p.add_argument(
         "--dispatch-workers",
         type=int,
@@ -128,6 +129,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.kubeconfig is None and not running_in_cluster():
         p.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
+    try:
+        args.controller_settings = controller_settings_from(args, role="manager")
+    except ValueError as err:
+        p.error(str(err))
     return args
 
 
@@ -183,7 +188,7 @@ async def run(args: argparse.Namespace) -> None:
             federation = FederationController(
                 api,
                 settings_from(args),
-                ControllerSettings(workers=args.workers),
+                args.controller_settings,
                 metrics=observed.metrics,
             )
             observed.federation = federation

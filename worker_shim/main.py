@@ -11,8 +11,8 @@ import argparse
 import asyncio
 import logging
 
+from manager.controllers.flags import add_controller_flags, controller_settings_from
 from manager.controllers.runtime import ClusterController
-from manager.controllers.settings import ControllerSettings
 from manager.kube.api import KubeApi, running_in_cluster
 from manager.observability.entrypoint import run_process
 from manager.observability.server import ObservabilityServer
@@ -29,9 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--kubeconfig", help="kubeconfig of the cluster to run on (default: the Pod's account)"
     )
     parser.add_argument("--context", help="kubeconfig context (default: current)")
-    parser.add_argument(
-        "--workers", type=int, default=4, help="concurrent reconciles per controller"
-    )
+    add_controller_flags(parser)
     parser.add_argument(
         "--namespace",
         default="kueue-system",
@@ -58,6 +56,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.kubeconfig is None and not running_in_cluster():
         parser.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
+    try:
+        args.controller_settings = controller_settings_from(args, role="worker")
+    except ValueError as err:
+        parser.error(str(err))
     return args
 
 
@@ -65,7 +67,7 @@ async def run(args: argparse.Namespace) -> None:
     async with await KubeApi.connect(args.kubeconfig, context=args.context, name="local") as api:
         controller = ClusterController(
             api,
-            ControllerSettings(workers=args.workers, role="worker"),
+            args.controller_settings,
             metrics=Metrics.for_process(),
         )
         server = ObservabilityServer(ShimSource(controller), args.metrics_host, args.metrics_port)

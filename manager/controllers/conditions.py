@@ -39,7 +39,11 @@ def set_condition(
     generation: int | None = None,
     now: str | None = None,
 ) -> bool:
-    """Set a condition in place; returns False when nothing changed."""
+    """Set a condition in ``conditions`` (the list is changed); returns False when nothing
+    changed. The condition dicts themselves are never edited, only replaced: callers pass a
+    copy of a list read from an informer cache, whose dicts are the cache's own, and an edit
+    in place would change the cache and hide the change from the comparison that decides
+    whether to write it."""
     value = "True" if status else "False"
     message = message[:32768]
     existing = find(conditions, kind)
@@ -51,11 +55,12 @@ def set_condition(
             and (generation is None or existing.get("observedGeneration") == generation)
         ):
             return False
+        updated = {**existing, "status": value, "reason": reason, "message": message}
         if existing.get("status") != value:
-            existing["lastTransitionTime"] = now or now_rfc3339()
-        existing.update(status=value, reason=reason, message=message)
+            updated["lastTransitionTime"] = now or now_rfc3339()
         if generation is not None:
-            existing["observedGeneration"] = generation
+            updated["observedGeneration"] = generation
+        conditions[conditions.index(existing)] = updated
         return True
     condition: dict[str, Any] = {
         "type": kind,

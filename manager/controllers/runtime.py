@@ -66,7 +66,7 @@ class ClusterController:
         metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings or ControllerSettings()
-        self.state = ClusterState(api, metrics=metrics)
+        self.state = ClusterState(api, metrics=metrics, fair_sharing=self.settings.fair_sharing)
         self.admission = AdmissionLoop(self.state, self.settings)
         self.workloads = WorkloadController(self.state, self.admission, self.settings)
         self.admission.resync = self.workloads.queue.add

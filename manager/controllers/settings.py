@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from manager.core import FairSharingConfig
+
 
 @dataclass(frozen=True, slots=True)
 class ControllerSettings:
@@ -30,5 +32,7 @@ class ControllerSettings:
     role: str = "manager"
     """``manager`` (global queues) or ``worker`` (a worker shim): names the spans this
     cluster's controllers record in each workload's trace."""
+    fair_sharing: FairSharingConfig | None = None
+    """Kueue's fair sharing (``--fair-sharing``): off unless asked for, as in Kueue."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's manageJobsWithoutQueueName: off, so a Job without the label is left alone."""

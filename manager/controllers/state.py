@@ -9,6 +9,7 @@ go through work queues (see workloads.py and jobs.py), since acting on them writ
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pydantic
 
 from manager import core
+from manager.api import constants as C
 from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
@@ -31,12 +33,17 @@ log = logging.getLogger(__name__)
 
 class ClusterState:
     def __init__(
-        self, api: KubeApi, *, watch_timeout: int = 290, metrics: Metrics | None = None
+        self,
+        api: KubeApi,
+        *,
+        watch_timeout: int = 290,
+        metrics: Metrics | None = None,
+        fair_sharing: core.FairSharingConfig | None = None,
     ) -> None:
         self.api = api
         self.metrics = metrics if metrics is not None else Metrics()
         """Where this cluster's controllers record (one registry per process object)."""
-        self.core = core.AdmissionCore()
+        self.core = core.AdmissionCore(fair_sharing=fair_sharing)
         self.changed = asyncio.Event()
         """Set whenever something could let a pending workload in: the scheduler waits on it."""
         self.invalid: dict[str, str] = {}
@@ -57,8 +64,9 @@ class ClusterState:
 
         self.flavors.subscribe(self._feed(ResourceFlavor, convert.flavor, "flavor"))
         self.cluster_queues.subscribe(
-            self._feed(ClusterQueue, convert.cluster_queue, "cluster_queue")
+            self._feed(ClusterQueue, self._cluster_queue_to_core, "cluster_queue")
         )
+        self.admission_checks.subscribe(self._on_admission_check)
         self.local_queues.subscribe(self._feed(LocalQueue, convert.local_queue, "local_queue"))
         self.cohorts.subscribe(self._feed(Cohort, convert.cohort, "cohort"))
         self.namespaces.subscribe(self._on_namespace)
@@ -101,6 +109,56 @@ class ClusterState:
             self.kick()
 
         return handle
+
+    def _cluster_queue_to_core(self, cq: ClusterQueue) -> core.ClusterQueue:
+        return dataclasses.replace(
+            convert.cluster_queue(cq), configuration_problem=self.multikueue_problem(cq)
+        )
+
+    def multikueue_problem(self, cq: ClusterQueue) -> tuple[str, str] | None:
+        """Upstream's two MultiKueue misconfigurations of a ClusterQueue, with its reasons and
+        messages: several MultiKueue checks, or one limited to some flavors (``onFlavors``).
+        Either keeps the ClusterQueue inactive: half of its workloads would otherwise run
+        on the manager cluster itself."""
+        strategy = cq.spec.admission_checks_strategy
+        rules = strategy.admission_checks if strategy is not None else []
+        multikueue = [
+            rule
+            for rule in rules
+            if ((self.admission_checks.get(rule.name) or {}).get("spec") or {}).get(
+                "controllerName"
+            )
+            == C.MULTIKUEUE_CONTROLLER_NAME
+        ]
+        if len(multikueue) > 1:
+            return (
+                C.REASON_MULTIPLE_MULTIKUEUE_CHECKS,
+                "Can't admit new workloads: Cannot use multiple MultiKueue AdmissionChecks on "
+                f"the same ClusterQueue, found: {','.join(r.name for r in multikueue)}.",
+            )
+        per_flavor = [rule.name for rule in multikueue if rule.on_flavors]
+        if per_flavor:
+            return (
+                C.REASON_MULTIKUEUE_CHECK_PER_FLAVOR,
+                "Can't admit new workloads: Cannot specify MultiKueue AdmissionCheck per "
+                f"flavor, found: {','.join(per_flavor)}.",
+            )
+        return None
+
+    def _on_admission_check(self, event: Event) -> None:
+        """A check's controller decides whether the ClusterQueues naming it are well made:
+        feed them again (AdmissionChecks are few and rarely change)."""
+        feed = self._feed(ClusterQueue, self._cluster_queue_to_core, "cluster_queue")
+        for cq in self.cluster_queues.items():
+            names = {
+                rule.get("name")
+                for rule in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get(
+                    "admissionChecks"
+                )
+                or []
+            }
+            if event.key in names:
+                feed(Event("MODIFIED", cq["metadata"]["name"], cq))
 
     def _on_namespace(self, event: Event) -> None:
         name = core.Namespace(event.key)

@@ -288,6 +288,8 @@ class Cache:
     def _inactive_reason(self, cq: ClusterQueueState) -> tuple[str, str] | None:
         if cq.spec.stop_policy is not StopPolicy.NONE:
             return INACTIVE_STOPPED, f"stopPolicy is {cq.spec.stop_policy}"
+        if cq.spec.configuration_problem is not None:
+            return cq.spec.configuration_problem
         missing = [f for f in cq.flavor_order if f not in self.flavors]
         if missing:
             return INACTIVE_FLAVOR_NOT_FOUND, f"flavor {', '.join(missing)} not found"

@@ -65,6 +65,11 @@ class AdmissionCore:
         self._drain_cluster_queues: set[ClusterQueueName] = set()
         self._drain_local_queues: set[LocalQueueKey] = set()
 
+    @property
+    def fair_sharing(self) -> FairSharingConfig | None:
+        """Kueue's fair sharing configuration, or None when it is off."""
+        return self._fair_sharing
+
     # -- configuration ---------------------------------------------------------------
 
     def upsert_flavor(self, flavor: ResourceFlavor) -> None:

@@ -144,6 +144,9 @@ class ClusterQueue:
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     stop_policy: StopPolicy = StopPolicy.NONE
     fair_sharing_weight: float = 1.0
+    configuration_problem: tuple[str, str] | None = None
+    """(reason, message) of a misconfiguration found outside the core that keeps it inactive,
+    e.g. a MultiKueue admission check limited to some flavors (upstream refuses that too)."""
 
 
 @dataclass(frozen=True, slots=True)

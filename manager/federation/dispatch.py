@@ -72,6 +72,12 @@ _FAILOVER_METRIC_REASON: dict[str, FailoverReason] = {
 """``_retry`` reasons as the ``kfed_failovers_total`` reason label counts them."""
 
 
+def _finished_unseen(copy_: Obj, obj: Obj | None) -> bool:
+    """A copy that finished while its manager workload lives on unfinished: it finished
+    while the manager could not see it (and may have been moved or requeued since)."""
+    return obj is not None and ws.is_finished(copy_) and not ws.is_finished(obj)
+
+
 def _ours(remote_obj: Obj, origin: str) -> bool:
     """Made by this manager (its origin label), so kfed may change or delete it."""
     labels = remote_obj["metadata"].get("labels") or {}
@@ -238,7 +244,12 @@ class Dispatcher:
             cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
         if not cq_name:
             return None
-        for name in self.state.admission_check_names(str(cq_name)):
+        return self.federation_of(str(cq_name))
+
+    def federation_of(self, cluster_queue: str) -> tuple[str, list[str]] | None:
+        """(check name, worker names of its MultiKueueConfig) when the ClusterQueue's
+        workloads are federated: it has an admission check of the MultiKueue controller."""
+        for name in self.state.admission_check_names(cluster_queue):
             ac = self.state.admission_checks.get(name)
             spec = (ac or {}).get("spec") or {}
             if spec.get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME:
@@ -259,6 +270,13 @@ class Dispatcher:
             if obj is not None:
                 found[remote.name] = obj
         return found
+
+    def _finished_copy(self, key: str) -> tuple[str, Obj] | None:
+        """A copy that finished (its worker's Job ended), with its worker, if any."""
+        for cluster, remote_wl in sorted(self.copies(key).items()):
+            if ws.is_finished(remote_wl):
+                return cluster, remote_wl
+        return None
 
     def remote_copies_stopped(self, obj: Obj) -> bool:
         """For the manager's eviction: no copy of it can still run anywhere."""
@@ -374,11 +392,15 @@ class Dispatcher:
         if federated is None:
             return None
         check, clusters = federated
-        if (
-            ws.is_finished(obj)
-            or not ws.has_reservation(obj)
-            or obj["metadata"].get("deletionTimestamp")
-        ):
+        deleting = bool(obj["metadata"].get("deletionTimestamp"))
+        done = self._finished_copy(key)
+        if done is not None and not (ws.has_reservation(obj) or ws.is_finished(obj) or deleting):
+            # It finished on a worker the manager could not see, and was taken off it
+            # meanwhile (moved, requeued): that run counts; it must never run again.
+            log.info("workload %s finished on %s while unreachable: recorded", key, done[0])
+            await self._finish_from(done[0], obj, done[1])
+            return None
+        if ws.is_finished(obj) or not ws.has_reservation(obj) or deleting:
             await self._delete_everywhere(key, obj)
             self._forget(key)
             return None
@@ -393,15 +415,17 @@ class Dispatcher:
             return None
         self.reserved_at.setdefault(key, time.monotonic())
         copies = self.copies(key)
-        for cluster, remote_wl in copies.items():
-            if ws.is_finished(remote_wl):
-                remote = self.registry.remote(cluster)
-                if checkstatus.check_state(obj, check)[0] != "Ready" and remote is not None:
-                    # It won and ran while nobody recorded it (a manager restart in between):
-                    # record the placement first, so the manager's Job can follow it.
-                    return await self._won(key, obj, check, remote, copies)
-                await self._finish_from(cluster, obj, remote_wl)
-                return None
+        if done is not None:
+            cluster, remote_wl = done
+            remote = self.registry.remote(cluster)
+            if checkstatus.check_state(obj, check)[0] != "Ready" and remote is not None:
+                # It won and ran while nobody recorded it (a manager restart in between):
+                # record the placement first, so the manager's Job can follow it.
+                return await self._won(key, obj, check, remote, copies)
+            # Placed there, or elsewhere after it finished there unseen: the first run
+            # that finished is the job's result; any later copy is removed with the rest.
+            await self._finish_from(cluster, obj, remote_wl)
+            return None
         if ws.is_evicted(obj):
             # The manager evicted it (preempted, or our Retry): stop every copy.
             await self._delete_everywhere(key, obj)
@@ -998,8 +1022,10 @@ class Dispatcher:
     async def _sync_job_status(self, remote: RemoteCluster, obj: Obj) -> None:
         job = self._manager_job(obj)
         remote_job = self._final_remote_job(remote, obj)
-        if job is None or remote_job is None or (job.get("spec") or {}).get("suspend"):
+        if job is None or remote_job is None:
             return
+        if (job.get("spec") or {}).get("suspend") and job_finished(remote_job) is None:
+            return  # requeued: only a final state (it finished there unseen) is copied
         status = remoteobjects.job_status_for_manager(remote_job)
         current = job.get("status") or {}
         if not status or status == current:
@@ -1068,8 +1094,15 @@ class Dispatcher:
 
     async def recover(self, remote: RemoteCluster) -> None:
         """Before anything else happens on a worker that was lost: remove copies the manager
-        no longer places there (the workload moved, finished or is gone)."""
-        for copy_ in list(remote.workloads().items()):
+        no longer places there (the workload moved, finished or is gone). Read afresh: the
+        informers may not have caught up with what happened there while it was unreachable
+        (a copy that finished meanwhile must be seen finished, never deleted as a leftover)."""
+        try:
+            fresh = await remote.api.list(R.WORKLOADS, label_selector=remote.origin_selector)
+        except errors.KubeError as err:
+            log.info("not recovering %s yet (%s): the garbage collection will", remote.name, err)
+            return
+        for copy_ in fresh["items"]:
             key = ws.key_of(copy_)
             obj = self.state.workloads.get(key)
             keep = (
@@ -1082,7 +1115,9 @@ class Dispatcher:
                 )
                 and ws.is_active(copy_)
             )
-            if not keep:
+            if _finished_unseen(copy_, obj):
+                self.queue.add(key)  # the reconcile records that run: it never runs again
+            elif not keep:
                 log.info("removing stale copy of %s from %s", key, remote.name)
                 await self._delete_copy(remote, key, obj)
         await self._collect_orphan_jobs(remote)
@@ -1094,6 +1129,8 @@ class Dispatcher:
             for copy_ in list(remote.workloads().items()):
                 key = ws.key_of(copy_)
                 obj = self.state.workloads.get(key)
+                if _finished_unseen(copy_, obj):
+                    continue  # the reconcile records that run first
                 if obj is None or ws.is_finished(obj) or self._placed_elsewhere(obj, remote):
                     await self._delete_copy(remote, key, obj)
                     removed += 1

@@ -95,8 +95,13 @@ class RemoteCluster:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _shim_renewals_seen: int = 0
 
+    @property
+    def origin_selector(self) -> str:
+        """The label selector of the objects this manager made there."""
+        return f"{C.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
+
     def __post_init__(self) -> None:
-        origin = f"{C.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
+        origin = self.origin_selector
         ns = self.settings.namespace
         self.informers = {
             "clusterqueues": Informer(self.api, R.CLUSTER_QUEUES),

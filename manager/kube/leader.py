@@ -29,11 +29,12 @@ class LeaderElectionConfig:
     namespace: str
     name: str
     identity: str
-    lease_duration: float = 15.0
-    """How long a standby waits after the leader's last renewal before taking over."""
-    renew_deadline: float = 10.0
+    lease_duration: float = 8.0
+    """How long a standby waits after the leader's last renewal before taking over. Shorter
+    than the manager's worker lease (10 s), so a standby takes over before a worker fences."""
+    renew_deadline: float = 6.0
     """How long the leader keeps trying to renew before it gives up leading."""
-    retry_period: float = 2.0
+    retry_period: float = 1.0
     """How often to try to acquire or renew."""
 
     def __post_init__(self) -> None:

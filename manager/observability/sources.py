@@ -16,6 +16,7 @@ from manager.kube.leader import LeaderElector
 from manager.observability.state import (
     Snapshot,
     cluster_rows,
+    multikueue_cluster_samples,
     queue_rows,
     workload_rows,
 )
@@ -74,6 +75,7 @@ class ManagerSource:
             return
         self.metrics.set_cluster_queues(r.sample() for r in queue_rows(federation.manager.state))
         self.metrics.set_clusters(r.sample() for r in cluster_rows(federation))
+        self.metrics.set_multikueue_clusters(multikueue_cluster_samples(federation))
 
     def snapshot(self) -> Snapshot:
         ready, why = self.readiness()

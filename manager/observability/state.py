@@ -351,6 +351,25 @@ class ClusterRow:
         }
 
 
+def multikueue_cluster_samples(federation: FederationController) -> list[tuple[str, str, str]]:
+    """(manager ClusterQueue, worker, its MultiKueueCluster's Active status) for every worker
+    the ClusterQueue's MultiKueue check lists, as upstream's ``multikueue_cluster_status``
+    reports them: "Unknown" before the condition is set; a listed cluster without a
+    MultiKueueCluster object is left out (the AdmissionCheck reports it missing)."""
+    registry = federation.registry
+    samples = []
+    for cq in federation.manager.state.cluster_queues.items():
+        name = cq["metadata"]["name"]
+        federated = federation.dispatcher.federation_of(name)
+        for cluster in federated[1] if federated else []:
+            mk = registry.mk_clusters.get(cluster)
+            if mk is None:
+                continue
+            condition = conditions.find((mk.get("status") or {}).get("conditions"), C.ACTIVE)
+            samples.append((name, cluster, str((condition or {}).get("status") or "Unknown")))
+    return samples
+
+
 def cluster_rows(federation: FederationController) -> list[ClusterRow]:
     registry, dispatcher = federation.registry, federation.dispatcher
     running: dict[str, int] = {}

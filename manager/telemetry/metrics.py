@@ -43,6 +43,8 @@ Maintenance = Literal["", "cordon", "drain"]
 
 QUEUE_STATUSES: tuple[QueueStatus, ...] = ("pending", "active", "terminating")
 MAINTENANCE_LEVEL: dict[str, int] = {"": 0, "cordon": 1, "drain": 2}
+ACTIVE_STATUSES = ("True", "False", "Unknown")
+"""The values of ``multikueue_cluster_status``'s ``active`` label, as upstream Kueue has them."""
 
 # Buckets, in seconds. A scheduling cycle is sub-millisecond to tens of milliseconds; queue
 # waits range from an instant to hours; a dispatch is an API round trip or two on each side,
@@ -200,6 +202,13 @@ class Metrics:
             "multikueue_workloads_admitted_total",
             "Manager workloads whose copy a worker cluster admitted",
             ["cluster_queue", "cluster"],
+            registry=r,
+        )
+        self.multikueue_cluster_status = Gauge(
+            "multikueue_cluster_status",
+            "1 for the status (True, False, Unknown: not set yet) of each worker cluster's "
+            "Active condition, per manager ClusterQueue whose MultiKueue check lists it",
+            ["cluster_queue", "cluster", "active"],
             registry=r,
         )
         self.workloads_evicted_remotely = Counter(
@@ -376,6 +385,15 @@ class Metrics:
             self.cluster_maintenance.labels(s.name).set(MAINTENANCE_LEVEL.get(s.maintenance, 0))
             for (flavor, resource), free in sorted(s.free.items()):
                 self.cluster_free_capacity.labels(s.name, flavor, resource).set(free)
+
+    def set_multikueue_clusters(self, samples: Iterable[tuple[str, str, str]]) -> None:
+        """(manager ClusterQueue, worker cluster, its Active condition's status) triples."""
+        self.multikueue_cluster_status.clear()
+        for cluster_queue, cluster, active in samples:
+            for status in ACTIVE_STATUSES:
+                self.multikueue_cluster_status.labels(cluster_queue, cluster, status).set(
+                    int(status == active)
+                )
 
     # -- exposition -----------------------------------------------------------------------
 

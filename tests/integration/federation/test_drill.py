@@ -31,6 +31,8 @@ from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.federation import article
 from tests.integration.federation.bed import NAMESPACE, Bed
+from tests.integration.federation.runs import RunWatch, complete_jobs
+from tests.integration.federation.test_dispatch import h100_job
 
 pytestmark = pytest.mark.full
 KFED = str(Path(sys.executable).with_name("kfed"))
@@ -271,6 +273,60 @@ async def test_a_real_control_plane_outage_runs_nothing_twice_and_the_probe_resu
     assert report["unobserved"]["worker-3"], "the drill could not read worker-3 while it was down"
     assert bed.fed.cluster("worker-3").is_ready()
     await assert_left_as_found(bed, "worker-3", before)
+
+
+async def test_held_a_partition_drill_during_a_40_job_burst_runs_nothing_twice(
+    article_bed: Bed, tmp_path: Path
+) -> None:
+    """40 one-GPU H100 jobs are submitted as ``kfed drill partition`` cuts worker-2 off: the
+    drill passes, and every burst job completes with exactly one succeeded pod, never on two
+    workers at once (one cut off mid-run is fenced on worker-2 before it runs on worker-3).
+    No concurrent double run held before; exactly one success did not: a job that finished
+    on worker-2 just before it was fenced had its finished copy deleted on reconnect and ran
+    again (see test_a_job_that_finished_unseen_and_was_moved_meanwhile_is_recorded...). The
+    jobs run 5 s, longer than the partition lasts after they move, so under the fast policy
+    the first run's result is seen before a second run could finish."""
+    bed = article_bed
+    await started(bed)
+    api = bed.manager_api
+    names = [f"burst-{i:02d}" for i in range(40)]
+    async with RunWatch(bed.worker_apis, article.NS) as runs:
+        drill = asyncio.create_task(
+            kfed(
+                bed,
+                "drill",
+                "partition",
+                "--cluster",
+                "worker-2",
+                "--probes",
+                "2",
+                "--timeout",
+                "120",
+                "--output",
+                str(tmp_path),
+            )
+        )
+        for first in range(0, len(names), 10):
+            batch = names[first:][:10]
+            await asyncio.gather(
+                *(api.create(R.JOBS, h100_job(n, delay_ms=5_000), article.NS) for n in batch)
+            )
+        code, out, err = await drill
+
+        async def all_complete() -> bool:
+            return await complete_jobs(api, article.NS) >= set(names)
+
+        await wait_for(all_complete, timeout=300, interval=1.0, what="every burst job Complete")
+    print(out, err)
+    assert code == 0, err
+    report = read_report(tmp_path, "partition", "worker-2")
+    assert_moved_without_double_runs(report, "worker-2", 2)
+    twice = runs.not_exactly_once(names)
+    assert not twice, {
+        j: (runs.succeeded_on[j], runs.runs[j].first_running_at, runs.runs[j].stopped_at)
+        for j in twice
+    }
+    assert not runs.double_runs(), "a burst job or a probe ran on two workers at once"
 
 
 async def test_a_drill_refuses_a_cluster_without_somewhere_to_move_to(article_bed: Bed) -> None:

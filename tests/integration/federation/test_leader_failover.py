@@ -22,6 +22,7 @@ from manager.kube.api import KubeApi
 from manager.kube.informer import Event, Informer
 from tests.integration.federation import article
 from tests.integration.federation.bed import Bed
+from tests.integration.federation.runs import complete_jobs
 from tests.integration.federation.test_dispatch import h100_job
 from worker_shim.fencing import FENCED_ANNOTATION
 
@@ -272,16 +273,7 @@ async def test_a_manager_control_plane_restart_leaves_running_jobs_running(
         procs["m2"] = await start_manager(kubeconfig, "m2", webhook=False, extra=fast_lease)
 
         async def all_complete() -> bool:
-            jobs = (await api.list(R.JOBS, NS))["items"]
-            done = {
-                j["metadata"]["name"]
-                for j in jobs
-                if any(
-                    c["type"] == "Complete" and c["status"] == "True"
-                    for c in (j.get("status") or {}).get("conditions") or []
-                )
-            }
-            return set(names) <= done
+            return set(names) <= await complete_jobs(api, NS)
 
         await wait_for(all_complete, timeout=180, interval=1.0, what="every job Complete")
         assert not fenced, f"fenced: {fenced}"

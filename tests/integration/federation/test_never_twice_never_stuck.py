@@ -30,6 +30,8 @@ from manager.kube.informer import Event, Informer
 from manager.kube.tasks import stop_tasks
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed
+from tests.integration.federation.runs import RunWatch, complete_jobs
+from tests.integration.federation.test_dispatch import fill_worker
 from worker_shim.fencing import FENCED_ANNOTATION
 
 pytestmark = pytest.mark.full
@@ -939,3 +941,99 @@ async def test_upstream_a_workload_no_worker_can_ever_hold_says_why_and_gives_it
         )
     finally:
         await stop_tasks(tasks)
+
+
+# -- what held and must keep holding -----------------------------------------------------------
+
+
+def small_job(name: str, *, delay_ms: int) -> dict[str, Any]:
+    """A cpu-only Job (100m, no GPU, no node selector): the manager gives it whichever flavor
+    has room, so hundreds run at once across all three workers."""
+    job = article.seed_job("03-heavy-job.yaml", delay_ms=delay_ms, metadata={"name": name})
+    spec = job["spec"]["template"]["spec"]
+    spec.pop("nodeSelector", None)
+    for container in spec["containers"]:
+        container["resources"] = {
+            part: {"cpu": "100m", "memory": "64Mi"} for part in ("requests", "limits")
+        }
+    return job
+
+
+@pytest.mark.timeout(600)
+async def test_held_500_jobs_at_once_each_run_exactly_once(article_bed: Bed) -> None:
+    """500 Jobs submitted at once (25 creates in flight at a time): every one completes, each
+    with exactly one succeeded pod, on one worker, never on two at once. (Held before this
+    issue; kept as a test.)"""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    names = [f"many-{i:03d}" for i in range(500)]
+    async with RunWatch(bed.worker_apis, NS) as runs:
+        for first in range(0, len(names), 25):
+            await asyncio.gather(
+                *(api.create(R.JOBS, small_job(n, delay_ms=500), NS) for n in names[first:][:25])
+            )
+        wanted = set(names)
+
+        async def all_complete() -> bool:
+            return await complete_jobs(api, NS) >= wanted
+
+        await wait_for(all_complete, timeout=420, interval=2.0, what="all 500 jobs Complete")
+    assert not runs.not_exactly_once(names)
+    assert not runs.double_runs()
+    assert all(len(runs.clusters_of(n)) == 1 for n in names), "a job ran on two workers"
+    assert len({c for n in names for c in runs.clusters_of(n)}) >= 2, "spread over workers"
+
+
+async def test_a_job_that_finished_unseen_and_was_moved_meanwhile_is_recorded_never_run_again(
+    article_bed: Bed,
+) -> None:
+    """Found by the 40-job burst drill: under the fast policy a job that finished on a
+    partitioned worker before its fencing was moved after the fencing window (the manager
+    could not see it finish), and when the worker came back the manager deleted the finished
+    copy as a leftover: the job ran again from the start. Now a finished copy of a live
+    workload is never collected; the first run that finished is the job's result, whether
+    the workload waits for a worker, is requeued, or runs elsewhere meanwhile. Here the
+    other H100 worker is full, so the moved workload waits until the cut worker is back."""
+    bed = article_bed
+    await start(bed)  # the bed's fast policy
+    api = bed.manager_api
+    async with RunWatch(bed.worker_apis, NS) as runs:
+        await api.create(R.JOBS, article.seed_job("03-heavy-job.yaml", delay_ms=1_500), NS)
+        first = await wait_for(lambda: placed_on(api, "heavy-job"), timeout=60, what="placed")
+        assert first is not None
+        other = "worker-3" if first == "worker-2" else "worker-2"
+        await fill_worker(bed.worker_apis[other], "filler")
+
+        async def running_there() -> bool:
+            return first in runs.clusters_of("heavy-job")
+
+        await wait_for(running_there, timeout=60, interval=0.05, what=f"running on {first}")
+        bed.proxies[first].cut()
+        try:
+
+            async def finished_there() -> bool:
+                return first in runs.succeeded_on["heavy-job"]
+
+            await wait_for(finished_there, timeout=30, what=f"heavy-job Succeeded on {first}")
+
+            async def moved_off() -> bool:
+                return await placed_on(api, "heavy-job") != first
+
+            await wait_for(moved_off, timeout=60, what="the manager taking it off the cut worker")
+        finally:
+            bed.proxies[first].heal()
+        await wait_for(
+            functools.partial(complete, api, "heavy-job"), timeout=60, what="recorded Complete"
+        )
+
+        async def copies_gone() -> bool:
+            for worker_api in bed.worker_apis.values():
+                copies = (await worker_api.list(R.WORKLOADS, NS))["items"]
+                if [c for c in copies if c["metadata"]["name"].startswith("job-heavy-job")]:
+                    return False
+            return True
+
+        await wait_for(copies_gone, timeout=60, what="its copies removed once recorded")
+    assert runs.clusters_of("heavy-job") == {first}, "it never ran anywhere else"
+    assert not runs.not_exactly_once(["heavy-job"])

@@ -127,6 +127,12 @@ async def test_readiness_and_metrics_of_a_dispatched_workload(
         for worker in ("worker-1", "worker-2", "worker-3"):
             assert value(samples, "kfed_cluster_active", cluster=worker) == 1
             assert value(samples, "kfed_cluster_maintenance", cluster=worker) == 0
+            # Upstream Kueue v0.20's name and labels: one series per status, 1 for the current.
+            for active, expected in (("True", 1), ("False", 0), ("Unknown", 0)):
+                assert (
+                    value(samples, "multikueue_cluster_status", cluster=worker, active=active, **on)
+                    == expected
+                )
         gpu = {"resource": "nvidia.com/gpu"}
         assert value(
             samples, "kfed_cluster_free_capacity", cluster="worker-2", flavor="h100", **gpu

@@ -1,0 +1,51 @@
+"""The admission controllers' command-line flags, declared once for both processes that run
+them: the manager (global queues) and the worker shim (a worker's own queues)."""
+
+from __future__ import annotations
+
+import argparse
+
+from manager import core
+from manager.controllers.settings import ControllerSettings
+
+_STRATEGIES = [s.value for s in core.FairSharingStrategy]
+_DEFAULT_STRATEGIES = ",".join(s.value for s in core.FairSharingConfig().preemption_strategies)
+
+
+def add_controller_flags(parser: argparse.ArgumentParser) -> None:
+    d = ControllerSettings()
+    parser.add_argument(
+        "--workers", type=int, default=d.workers, help="reconciles at once per controller"
+    )
+    parser.add_argument(
+        "--fair-sharing",
+        action="store_true",
+        help="Kueue's fair sharing: ClusterQueues of a cohort share unused quota by their "
+        "spec.fairSharing.weight, and borrowing queues may be preempted to even it out "
+        "(Kueue's fairSharing.enable)",
+    )
+    parser.add_argument(
+        "--fair-sharing-preemption-strategies",
+        default=_DEFAULT_STRATEGIES,
+        metavar="LIST",
+        help=f"comma-separated, in order, from {', '.join(_STRATEGIES)} (Kueue's "
+        "fairSharing.preemptionStrategies); only with --fair-sharing",
+    )
+
+
+def controller_settings_from(args: argparse.Namespace, *, role: str) -> ControllerSettings:
+    """The settings the flags ask for; raises ValueError (with the flag's name) when a value
+    is not one the flag takes."""
+    fair_sharing = None
+    if args.fair_sharing:
+        names = [n.strip() for n in args.fair_sharing_preemption_strategies.split(",") if n.strip()]
+        unknown = [n for n in names if n not in _STRATEGIES]
+        if unknown or not names:
+            raise ValueError(
+                f"--fair-sharing-preemption-strategies: {', '.join(unknown) or 'empty'} is not "
+                f"one of {', '.join(_STRATEGIES)}"
+            )
+        fair_sharing = core.FairSharingConfig(
+            preemption_strategies=tuple(core.FairSharingStrategy(n) for n in names)
+        )
+    return ControllerSettings(workers=args.workers, role=role, fair_sharing=fair_sharing)

@@ -1,0 +1,82 @@
+"""Where every job's pods ran, watched on each worker directly (never through the manager):
+how many pods of each job succeeded, on which workers it ran, and whether it ever ran on two
+workers at once. The double-run rule is the benchmark's (``e2e.bench.federation.doublerun``),
+so a test and a benchmark cannot disagree about what a double run is."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from types import TracebackType
+
+from e2e.bench.federation.doublerun import RunningPods
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+from manager.kube.informer import Event, Informer
+from manager.kube.tasks import stop_tasks
+
+
+async def complete_jobs(api: KubeApi, namespace: str) -> set[str]:
+    """Names of the Jobs in ``namespace`` whose Complete condition is True."""
+    return {
+        job["metadata"]["name"]
+        for job in (await api.list(R.JOBS, namespace))["items"]
+        if any(
+            c["type"] == "Complete" and c["status"] == "True"
+            for c in (job.get("status") or {}).get("conditions") or []
+        )
+    }
+
+
+class RunWatch:
+    def __init__(self, workers: Mapping[str, KubeApi], namespace: str) -> None:
+        self.succeeded: dict[str, set[str]] = defaultdict(set)
+        """Job -> uids of its pods that succeeded, on any worker."""
+        self.succeeded_on: dict[str, dict[str, float]] = defaultdict(dict)
+        """Job -> worker -> when a pod of it was first seen Succeeded there (monotonic)."""
+        self.runs: dict[str, RunningPods] = {}
+        self._informers: list[Informer] = []
+        for worker, api in workers.items():
+            informer = Informer(api, R.PODS, namespace=namespace)
+            informer.subscribe(functools.partial(self._on_pod, worker))
+            self._informers.append(informer)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _on_pod(self, worker: str, event: Event) -> None:
+        job = (event.obj["metadata"].get("labels") or {}).get("job-name")
+        if not job:
+            return
+        if job not in self.runs:
+            self.runs[job] = RunningPods(job)
+        self.runs[job].pod_event(worker, event.type, event.obj, time.monotonic())
+        if (event.obj.get("status") or {}).get("phase") == "Succeeded":
+            self.succeeded[job].add(event.obj["metadata"]["uid"])
+            self.succeeded_on[job].setdefault(worker, time.monotonic())
+
+    async def __aenter__(self) -> RunWatch:
+        self._tasks = [asyncio.create_task(i.run()) for i in self._informers]
+        await asyncio.gather(*(i.synced.wait() for i in self._informers))
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await stop_tasks(self._tasks)
+
+    def clusters_of(self, job: str) -> set[str]:
+        """The workers where a pod of ``job`` was ever seen running."""
+        run = self.runs.get(job)
+        return set(run.first_running_at) if run else set()
+
+    def double_runs(self) -> list[str]:
+        return sorted(job for job, run in self.runs.items() if run.double_run)
+
+    def not_exactly_once(self, jobs: list[str]) -> dict[str, int]:
+        """Jobs whose pods did not succeed exactly once, with how often they did."""
+        return {j: len(self.succeeded[j]) for j in jobs if len(self.succeeded[j]) != 1}
