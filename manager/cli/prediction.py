@@ -291,7 +291,9 @@ async def evaluate_worker(
     """One worker's verdict, with the same pre-checks as the dispatcher (allow-list,
     connected, maintenance), then capacity.evaluate on its queues."""
     if allowed is not None and name not in allowed:
-        return capacity.Candidate(name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}")
+        return capacity.Candidate(
+            name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
+        )
     try:
         mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
     except errors.NotFound:
@@ -399,7 +401,12 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
     if not clusters:
         verdict = f"would wait: MultiKueueConfig {config or '(none)'} lists no worker"
     elif best is None:
-        verdict = "would wait: no worker can admit it now"
+        verdict = (
+            "would wait: no worker can ever admit it as configured (the manager gives its "
+            "quota back after its --dispatch-deadline)"
+            if capacity.never_placeable(candidates)
+            else "would wait: no worker can admit it now"
+        )
     else:
         verdict = f"would go to {best.cluster}: {best.reason}"
     if best is not None and not assignment.fits_now:

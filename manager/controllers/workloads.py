@@ -175,6 +175,16 @@ class WorkloadController:
                 written = await self._write(obj, lambda o: ws.evict(o, C.REASON_DEACTIVATED, why))
                 if written is not None:
                     state.metrics.evicted(admission.cluster_queue, C.REASON_DEACTIVATED)
+                    # Deactivated: by a user, a rejected check, or (on a worker) fencing.
+                    spans.record(
+                        self.settings.role,
+                        "eviction",
+                        written,
+                        attributes={
+                            "kueue.eviction.reason": C.REASON_DEACTIVATED,
+                            "kueue.eviction.message": why,
+                        },
+                    )
                 return None
             if not self.job_stopped(obj):
                 # The Job controller suspends it and its event brings us back; a copy on a

@@ -119,6 +119,12 @@ class ClusterRegistry:
         if self.on_change is not None:
             self.on_change()
 
+    def _capacity_changed(self) -> None:
+        """A worker's queues or our copies there changed: nothing to sync here, but waiting
+        workloads may fit now."""
+        if self.on_change is not None:
+            self.on_change()
+
     def remote(self, name: str) -> RemoteCluster | None:
         entry = self.clusters.get(name)
         return entry.remote if entry is not None else None
@@ -218,6 +224,7 @@ class ClusterRegistry:
                 self.settings,
                 on_reconnect=self._reconnected,
                 on_change=self._notify,
+                on_capacity=self._capacity_changed,
                 on_connectivity=self.on_connectivity,
                 manager_identity=self.manager_identity,
             )

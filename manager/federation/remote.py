@@ -86,6 +86,9 @@ class RemoteCluster:
     settings: FederationSettings
     on_reconnect: ReconnectHook | None = None
     on_change: Callable[[], None] | None = None
+    """Its connection state changed (connected, lost, refused, its shim came or went)."""
+    on_capacity: Callable[[], None] | None = None
+    """Its queues, flavors or our copies there changed: a waiting workload may fit now."""
     on_connectivity: Callable[[RemoteCluster], None] | None = None
     state: ConnectionState = field(default_factory=ConnectionState)
     informers: dict[str, Informer] = field(default_factory=dict)
@@ -94,6 +97,7 @@ class RemoteCluster:
     """The manager cluster's identity: a worker with the same one is the manager itself."""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _shim_renewals_seen: int = 0
+    _could_fence: bool = False
 
     @property
     def origin_selector(self) -> str:
@@ -111,13 +115,26 @@ class RemoteCluster:
             "jobs": Informer(self.api, R.JOBS, label_selector=origin),
             "leases": Informer(self.api, R.LEASES, namespace=ns),
         }
-        self.informers["leases"].subscribe(lambda _: self._observe_shim())
-        for informer in self.informers.values():
-            informer.subscribe(lambda _: self._changed())
+        # Wake-ups only for what can change a decision: lease renewals (ours every few
+        # seconds, the shim's heartbeat) matter only when the shim comes or goes, and Jobs
+        # are followed by the dispatcher itself.
+        self.informers["leases"].subscribe(lambda _: self._on_lease())
+        for name in ("clusterqueues", "localqueues", "resourceflavors", "workloads"):
+            self.informers[name].subscribe(lambda _: self._capacity_changed())
 
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
+
+    def _capacity_changed(self) -> None:
+        if self.on_capacity is not None:
+            self.on_capacity()
+
+    def _on_lease(self) -> None:
+        could_fence = self.can_fence
+        if could_fence != self._could_fence:
+            self._could_fence = could_fence
+            self._changed()
 
     @property
     def lease_name(self) -> str:

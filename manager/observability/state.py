@@ -404,7 +404,7 @@ def cluster_rows(federation: FederationController) -> list[ClusterRow]:
                 free=capacity.free_quota(dispatcher.worker_view(remote, 0))
                 if remote is not None and remote.connected
                 else None,
-                placing=sum(1 for p in dispatcher.placements.values() if p.cluster == name),
+                placing=sum(1 for _, p in dispatcher.records.placements() if p.cluster == name),
                 running=running.get(name, 0),
             )
         )

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import time
 from typing import Any
 
 import pytest
@@ -29,9 +30,9 @@ from manager.kube.api import KubeApi
 from manager.kube.informer import Event, Informer
 from manager.kube.tasks import stop_tasks
 from tests.integration.federation import article
-from tests.integration.federation.bed import CHECK, Bed
+from tests.integration.federation.bed import CHECK, CONFIG, Bed
 from tests.integration.federation.runs import RunWatch, complete_jobs
-from tests.integration.federation.test_dispatch import fill_worker
+from tests.integration.federation.test_dispatch import fill_worker, h100_job
 from worker_shim.fencing import FENCED_ANNOTATION
 
 pytestmark = pytest.mark.full
@@ -672,8 +673,9 @@ async def test_upstream_a_worker_added_to_the_config_makes_a_waiting_workload_pl
     article_bed: Bed,
 ) -> None:
     """Upstream's "cluster added to the MultiKueueConfig": a workload that no configured
-    worker can hold waits with its reason, and is placed within seconds once a worker that
-    can hold it is added to the config. (Held before this issue.)"""
+    worker can hold waits with its reason (worker-1 has no H100: it can never admit it as
+    configured, and the dispatch deadline has not passed), and is placed within seconds once
+    a worker that can hold it is added to the config. (Held before this issue.)"""
     bed = article_bed
     await start(bed)
     api = bed.manager_api
@@ -683,7 +685,7 @@ async def test_upstream_a_worker_added_to_the_config_makes_a_waiting_workload_pl
     try:
         await api.create(R.JOBS, article.seed_job("03-heavy-job.yaml"), NS)
         said = await wait_for(
-            lambda: check_says(api, "heavy-job", "no worker can admit it now"),
+            lambda: check_says(api, "heavy-job", "no worker can ever admit it as configured"),
             timeout=60,
             what="heavy-job waiting with its reason",
         )
@@ -1037,3 +1039,92 @@ async def test_a_job_that_finished_unseen_and_was_moved_meanwhile_is_recorded_ne
         await wait_for(copies_gone, timeout=60, what="its copies removed once recorded")
     assert runs.clusters_of("heavy-job") == {first}, "it never ran anywhere else"
     assert not runs.not_exactly_once(["heavy-job"])
+
+
+async def test_held_a_killed_worker_shim_moves_nothing_and_the_job_finishes_there_once(
+    article_bed: Bed,
+) -> None:
+    """The worker shim of the job's worker dies (its tasks stopped, as a SIGKILL would) for
+    longer than the fast failover window, while the worker's API server stays reachable:
+    nothing moves (the manager still reaches the worker and its copy), nothing runs on the
+    other H100 worker, and once the shim is back the job finishes there, once. (Held before
+    this issue; kept as a test.)"""
+    bed = article_bed
+    api = bed.manager_api
+    async with RunWatch(bed.worker_apis, NS) as runs:
+        first, other = await place_heavy_job(bed, delay_ms=20_000)
+
+        async def running_there() -> bool:
+            return first in runs.clusters_of("heavy-job")
+
+        await wait_for(running_there, timeout=60, what=f"heavy-job running on {first}")
+        await bed.stop(f"fencing/{first}")
+        await bed.stop(f"shim/{first}")
+        window = bed.settings.fenced_failover_after + 3
+
+        async def past_the_window_and_still_there() -> bool:
+            assert await placed_on(api, "heavy-job") == first, "moved off a reachable worker"
+            assert other not in runs.clusters_of("heavy-job")
+            return time.monotonic() >= deadline
+
+        deadline = time.monotonic() + window
+        await wait_for(
+            past_the_window_and_still_there, timeout=window + 30, interval=0.5, what="window"
+        )
+        await bed.start_shim(first)
+        await wait_for(
+            functools.partial(complete, api, "heavy-job"), timeout=90, what="heavy-job Complete"
+        )
+    assert runs.clusters_of("heavy-job") == {first}
+    assert not runs.not_exactly_once(["heavy-job"])
+
+
+async def test_held_editing_the_multikueue_config_while_jobs_run_runs_nothing_twice(
+    article_bed: Bed,
+) -> None:
+    """The MultiKueueConfig edited under running jobs (the other H100 worker taken out, then
+    the job's own worker taken out and put back): every job completes, each with one
+    succeeded pod, never on two workers at once. (Held before this issue; kept as a test.)"""
+    bed = article_bed
+    api = bed.manager_api
+    config = await api.get(R.MULTIKUEUE_CONFIGS, CONFIG)
+    clusters = list(config["spec"]["clusters"])
+    names = [f"edit-{i}" for i in range(6)]
+    try:
+        async with RunWatch(bed.worker_apis, NS) as runs:
+            await start(bed)
+            for name in names:
+                await api.create(R.JOBS, h100_job(name, delay_ms=6_000), NS)
+            first = await wait_for(
+                lambda: placed_on(api, names[0]), timeout=60, what="the first job placed"
+            )
+            assert first is not None
+            other = "worker-3" if first == "worker-2" else "worker-2"
+            assert bed.manager is not None
+            registry = bed.manager.registry
+
+            async def edit(kept: list[str]) -> None:
+                await api.patch(R.MULTIKUEUE_CONFIGS, CONFIG, {"spec": {"clusters": kept}})
+                await wait_for(
+                    lambda: registry.clusters_of_config(CONFIG) == kept,
+                    timeout=30,
+                    what=f"the manager seeing the config {kept}",
+                )
+
+            await edit([c for c in clusters if c != other])
+
+            async def running_there() -> bool:
+                return first in runs.clusters_of(names[0])
+
+            await wait_for(running_there, timeout=60, what=f"{names[0]} running on {first}")
+            await edit([c for c in clusters if c != first])
+            await edit(clusters)
+
+            async def all_complete() -> bool:
+                return await complete_jobs(api, NS) >= set(names)
+
+            await wait_for(all_complete, timeout=180, interval=1.0, what="every job Complete")
+    finally:
+        await api.patch(R.MULTIKUEUE_CONFIGS, CONFIG, {"spec": {"clusters": clusters}})
+    assert not runs.double_runs()
+    assert not runs.not_exactly_once(names)

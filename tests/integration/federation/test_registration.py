@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -94,9 +96,13 @@ async def manager(kueue_crds: LocalFederation, unique: str) -> AsyncIterator[tup
 
 
 async def test_f_each_broken_kubeconfig_has_its_reason_and_the_rest_keep_working(
-    kueue_crds: LocalFederation, manager: tuple[KubeApi, str], unique: str
+    kueue_crds: LocalFederation,
+    manager: tuple[KubeApi, str],
+    unique: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     api, ns = manager
+    caplog.set_level(logging.DEBUG)  # every line kfed logs about these clusters
     for name in [*CASES, "healthy"]:
         text = yaml.safe_dump(good(kueue_crds)) if name == "healthy" else variant(kueue_crds, name)
         secret_name = f"{name}-{unique}"
@@ -149,6 +155,10 @@ async def test_f_each_broken_kubeconfig_has_its_reason_and_the_rest_keep_working
         assert found is not None
         for name, reason in CASES.items():
             assert found[name] == ("False", reason), name
+        # The password in the server URL is never repeated: not in a status, not in a log.
+        statuses = [await api.get(R.MULTIKUEUE_CLUSTERS, f"{n}-{unique}") for n in CASES]
+        assert "s3cret" not in json.dumps(statuses)
+        assert "s3cret" not in caplog.text
         # The healthy worker is served: its informers see its objects.
         healthy = registry.remote(f"healthy-{unique}")
         assert healthy is not None and healthy.connected and healthy.synced

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from e2e.waiting import wait_for
+from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.kube import resources as R
 from manager.telemetry import tracing
@@ -113,6 +114,9 @@ async def test_one_trace_from_submit_to_finish_with_the_failover(
     assert attr(failover, "kfed.failover.from_cluster") == first
     assert dispatches[0].start_time < failover.start_time < dispatches[1].start_time  # type: ignore[operator]
     assert names["eviction"] >= 1 and names["requeue"] >= 1, "the manager evicted and requeued it"
+    fenced = [s for s in story if s.name == "remote.eviction"]
+    assert fenced, f"the cut worker's fencing is in the trace: {names}"
+    assert attr(fenced[0], "kueue.eviction.reason") == C.REASON_DEACTIVATED
 
     # It ran to the end on the second worker; the manager closed the story.
     (running,) = [s for s in story if s.name == "remote.running"]

@@ -1,0 +1,105 @@
+"""Status back to the manager: the remote Job's status copied to the manager's Job (whose
+own controller then finishes the Workload), and what is left of it when its pods are gone."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from manager.api import constants as C
+from manager.controllers import conditions
+from manager.controllers import workloadstatus as ws
+from manager.controllers.jobs import job_finished
+from manager.controllers.state import ClusterState
+from manager.federation import remoteobjects
+from manager.federation.lookups import Lookups
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import Obj
+from manager.kube.update import patch_guarded
+
+log = logging.getLogger(__name__)
+
+POD_COUNTERS = ("active", "ready", "terminating")
+"""Job status counters the worker omits when they drop to zero. Other fields (startTime) the
+apiserver forbids removing from a running Job, and they are only ever replaced."""
+
+
+class JobStatus:
+    def __init__(self, state: ClusterState, look: Lookups) -> None:
+        self.state = state
+        self.look = look
+
+    async def sync(self, cluster: str, obj: Obj) -> None:
+        """Copy the status of the workload's Job on ``cluster`` to the manager's Job."""
+        remote = self.look.registry.remote(cluster)
+        job = self.look.manager_job(obj)
+        remote_job = self.look.final_remote_job(remote, obj) if remote is not None else None
+        if job is None or remote_job is None:
+            return
+        if (job.get("spec") or {}).get("suspend") and job_finished(remote_job) is None:
+            return  # requeued: only a final state (it finished there unseen) is copied
+        status = remoteobjects.job_status_for_manager(remote_job)
+        current = job.get("status") or {}
+        if not status or status == current:
+            return
+        # A merge patch only overwrites: fields the worker no longer reports (active: 0 is
+        # omitted) must be removed explicitly, or a finished Job would keep active pods.
+        patch = {**{k: None for k in POD_COUNTERS if k in current and k not in status}, **status}
+        if current.get("startTime"):
+            # The apiserver refuses to move startTime of a running Job: after a move to
+            # another worker the manager's Job keeps the time it first started.
+            patch.pop("startTime", None)
+        if all(current.get(k) == v for k, v in patch.items()):
+            return
+        meta = job["metadata"]
+        try:
+            await self.state.api.patch(
+                R.JOBS, meta["name"], {"status": patch}, meta["namespace"], subresource="status"
+            )
+        except errors.NotFound:
+            return
+        except errors.Invalid as err:
+            log.warning(
+                "status of Job %s/%s not synced from %s: %s",
+                meta["namespace"],
+                meta["name"],
+                cluster,
+                err.message,
+            )
+
+    async def reset(self, obj: Obj) -> None:
+        """Its pods are gone from the worker: the manager's Job no longer shows them."""
+        job = self.look.manager_job(obj)
+        status = (job or {}).get("status") or {}
+        if job is None or not any(status.get(k) for k in POD_COUNTERS):
+            return
+        meta = job["metadata"]
+        with contextlib.suppress(errors.KubeError):
+            await self.state.api.patch(
+                R.JOBS,
+                meta["name"],
+                {"status": dict.fromkeys(POD_COUNTERS)},
+                meta["namespace"],
+                subresource="status",
+            )
+
+    async def finish_from(self, cluster: str, obj: Obj, remote_wl: Obj) -> None:
+        """The copy on ``cluster`` finished: its result is the workload's."""
+        remote = self.look.registry.remote(cluster)
+        if remote is None:
+            return
+        job = self.look.manager_job(obj)
+        if job is not None and self.look.final_remote_job(remote, obj) is not None:
+            await self.sync(cluster, obj)
+            return  # the manager's Job controller finishes the Workload from its Job status
+        finished = conditions.find(ws.status_of(remote_wl).get("conditions"), C.FINISHED) or {}
+        succeeded = finished.get("reason") == C.REASON_SUCCEEDED
+        with contextlib.suppress(errors.NotFound):
+            await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                obj,
+                lambda o: ws.finish(o, succeeded, str(finished.get("message", ""))),
+                subresource="status",
+            )

@@ -1,0 +1,274 @@
+"""Everything the dispatcher reads about a workload, in one place: whether and where it is
+federated, its manager Job, its copies and Jobs on the workers, and what each worker's
+connection allows (the one failover timing, ``failover.may_move_at``). Reads only: the
+informer caches and the per-workload records; every write is in ``writes.py``."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from manager.api import constants as C
+from manager.controllers import workloadstatus as ws
+from manager.controllers.state import ClusterState
+from manager.federation import failover, following
+from manager.federation.records import Records
+from manager.federation.registry import ClusterRegistry
+from manager.federation.remote import RemoteCluster
+from manager.federation.settings import (
+    FAILOVER_POLICY_ANNOTATION,
+    FailoverPolicy,
+    FederationSettings,
+    failover_policy,
+)
+from manager.kube.api import Obj
+
+
+def finished_unseen(copy_: Obj, obj: Obj | None) -> bool:
+    """A copy that finished while its manager workload lives on unfinished: it finished
+    while the manager could not see it (and may have been moved or requeued since)."""
+    return obj is not None and ws.is_finished(copy_) and not ws.is_finished(obj)
+
+
+def ours(remote_obj: Obj, origin: str) -> bool:
+    """Made by this manager (its origin label), so kfed may change or delete it."""
+    labels = remote_obj["metadata"].get("labels") or {}
+    return labels.get(C.MULTIKUEUE_ORIGIN_LABEL) == origin
+
+
+def made_for(remote_job: Obj, manager_wl: Obj) -> bool:
+    """A remote Job made for this manager Workload (not for an earlier one of that name)."""
+    labels = remote_job["metadata"].get("labels") or {}
+    return bool(labels.get(C.PREBUILT_WORKLOAD_LABEL) == manager_wl["metadata"]["name"])
+
+
+def foreign_reason(kind: str, foreign: Obj) -> str:
+    meta = foreign["metadata"]
+    origin = (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
+    whose = f"another manager (origin {origin!r})" if origin else "someone else"
+    return (
+        f"a {kind} {meta['namespace']}/{meta['name']} that kfed did not create already exists "
+        f"there (made by {whose}); kfed leaves it alone"
+    )
+
+
+class Lookups:
+    def __init__(
+        self,
+        state: ClusterState,
+        registry: ClusterRegistry,
+        settings: FederationSettings,
+        records: Records,
+    ) -> None:
+        self.state = state
+        self.registry = registry
+        self.settings = settings
+        self.records = records
+
+    # -- federated? ----------------------------------------------------------------------
+
+    def multikueue_check(self, obj: Obj) -> tuple[str, list[str]] | None:
+        """(check name, worker names of its MultiKueueConfig) when the workload is federated."""
+        admission = ws.status_of(obj).get("admission") or {}
+        cq_name = admission.get("clusterQueue")
+        if cq_name is None:
+            lq = self.state.local_queues.get(
+                f"{obj['metadata']['namespace']}/{(obj.get('spec') or {}).get('queueName')}"
+            )
+            cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+        if not cq_name:
+            return None
+        return self.federation_of(str(cq_name))
+
+    def federation_of(self, cluster_queue: str) -> tuple[str, list[str]] | None:
+        """(check name, worker names of its MultiKueueConfig) when the ClusterQueue's
+        workloads are federated: it has an admission check of the MultiKueue controller."""
+        for name in self.state.admission_check_names(cluster_queue):
+            ac = self.state.admission_checks.get(name)
+            spec = (ac or {}).get("spec") or {}
+            if spec.get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME:
+                params = spec.get("parameters") or {}
+                clusters = (
+                    self.registry.clusters_of_config(str(params.get("name", "")))
+                    if params.get("kind") == "MultiKueueConfig"
+                    else []
+                )
+                return name, clusters
+        return None
+
+    def not_managed_by_multikueue(self, obj: Obj) -> str | None:
+        """Why the workload's Job must not be federated (None: it may). As upstream: a Job
+        is federated only with ``spec.managedBy: kueue.x-k8s.io/multikueue``; without it the
+        manager cluster's Job controller would run it too (the webhook sets it at creation,
+        so a Job lacks it when created before its queue existed, when its queue label was
+        added later, or when the webhook was not registered)."""
+        job = self.manager_job(obj)
+        if job is None:
+            return None
+        managed_by = (job.get("spec") or {}).get("managedBy") or ""
+        if managed_by == C.MULTIKUEUE_MANAGED_BY:
+            return None
+        # Upstream's words exactly (Go's %q quoting), so tools that read them keep working.
+        expected, actual = json.dumps(C.MULTIKUEUE_MANAGED_BY), json.dumps(managed_by)
+        return f"Expecting spec.managedBy to be {expected} not {actual}"
+
+    # -- its objects ---------------------------------------------------------------------
+
+    def manager_job(self, obj: Obj) -> Obj | None:
+        owner = ws.owner_job(obj)
+        return self.state.jobs.get(owner) if owner else None
+
+    def copies(self, key: str) -> dict[str, Obj]:
+        """Remote copies of a workload, by worker (connected workers only)."""
+        found = {}
+        for remote in self.registry.active():
+            obj = remote.workloads().get(key)
+            if obj is not None:
+                found[remote.name] = obj
+        return found
+
+    def finished_copy(self, key: str) -> tuple[str, Obj] | None:
+        """A copy that finished (its worker's Job ended), with its worker, if any."""
+        for cluster, remote_wl in sorted(self.copies(key).items()):
+            if ws.is_finished(remote_wl):
+                return cluster, remote_wl
+        return None
+
+    def remote_job_name(self, obj: Obj) -> str | None:
+        job = self.manager_job(obj)
+        name = (job or {}).get("metadata", {}).get("name") or (
+            obj["metadata"].get("annotations") or {}
+        ).get(C.JOB_NAME_ANNOTATION)
+        return str(name) if name else None
+
+    def same_named_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+        name = self.remote_job_name(obj)
+        return remote.jobs().get(f"{obj['metadata']['namespace']}/{name}") if name else None
+
+    def remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+        """This workload's Job on the worker: ours by origin (the informer's selector) AND
+        made for this very workload (its prebuilt-workload label). A Job of the same name
+        left by an earlier workload of a same-named Job (still terminating) is not it."""
+        found = self.same_named_remote_job(remote, obj)
+        return found if found is not None and made_for(found, obj) else None
+
+    def final_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
+        """This workload's remote Job, or its last, finished state if a worker's TTL
+        controller deleted it already."""
+        found = self.remote_job(remote, obj)
+        if found is not None:
+            return found
+        record = self.records.get(ws.key_of(obj))
+        kept = record.finished_remote_job if record is not None else None
+        return kept if kept is not None and made_for(kept, obj) else None
+
+    def remote_jobs_of(self, remote: RemoteCluster, key: str) -> list[Obj]:
+        """Our Jobs on the worker made for the workload ``key`` (whatever their name)."""
+        namespace, name = key.split("/", 1)
+        return [
+            job
+            for job in remote.jobs().items()
+            if job["metadata"]["namespace"] == namespace
+            and (job["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) == name
+        ]
+
+    # -- the workers -----------------------------------------------------------------------
+
+    def maintenance(self, cluster: str) -> str:
+        obj = self.registry.mk_clusters.get(cluster) or {}
+        return str(
+            ((obj.get("metadata") or {}).get("annotations") or {}).get(C.MAINTENANCE_ANNOTATION, "")
+        )
+
+    def blocked_reason(self, key: str, cluster: str) -> str | None:
+        record = self.records.get(key)
+        blocked = record.blocked if record is not None else {}
+        reason, until = blocked.get(cluster, ("", 0.0))
+        return reason if time.monotonic() < until else None
+
+    def unblocked_in(self, key: str) -> float | None:
+        """Seconds until the first worker ``key`` is blocked from is considered again (a
+        time, not an event, ends a block: nothing else would wake the workload then)."""
+        record = self.records.get(key)
+        now = time.monotonic()
+        ends = [until for _, until in (record.blocked.values() if record else ()) if until > now]
+        return min(ends) - now + 0.05 if ends else None
+
+    def failover_policy(self, obj: Obj) -> FailoverPolicy:
+        admission = ws.status_of(obj).get("admission") or {}
+        cq = self.state.cluster_queues.get(str(admission.get("clusterQueue", ""))) or {}
+        value = ((cq.get("metadata") or {}).get("annotations") or {}).get(
+            FAILOVER_POLICY_ANNOTATION
+        )
+        return failover_policy(value, self.settings.failover_policy)
+
+    def may_move_at(self, remote: RemoteCluster, obj: Obj) -> float:
+        """When ``obj``'s copy on the lost worker ``remote`` has surely stopped (failover.py)."""
+        state = remote.state
+        return failover.may_move_at(
+            self.settings,
+            self.failover_policy(obj),
+            could_fence=state.could_fence,
+            last_renew_start=state.last_renew_start,
+            lost_since=state.lost_since,
+            now=time.monotonic(),
+        )
+
+    def lost_long_enough(self, remote: RemoteCluster, obj: Obj) -> bool:
+        return not remote.connected and time.monotonic() >= self.may_move_at(remote, obj)
+
+    def lost_remaining(self, remote: RemoteCluster, obj: Obj) -> float:
+        return max(0.1, self.may_move_at(remote, obj) - time.monotonic())
+
+    def worker_facts(self, cluster: str, obj: Obj) -> following.WorkerFacts:
+        """What following a workload placed on ``cluster`` needs to know about that worker."""
+        remote = self.registry.remote(cluster) if cluster else None
+        retired = self.registry.retired(cluster) if cluster and remote is None else None
+        if retired is not None:
+            # Its kubeconfig is now refused or gone: a lost worker like any other.
+            return following.WorkerFacts(
+                cluster,
+                following.Connection.RETIRED,
+                may_move_in=self.may_move_at(retired, obj) - time.monotonic(),
+                lost_because=retired.state.message.removeprefix("Connection to worker lost: "),
+            )
+        if remote is None:
+            registered = bool(cluster) and self.registry.mk_clusters.get(cluster) is not None
+            return following.WorkerFacts(
+                cluster,
+                following.Connection.STARTING if registered else following.Connection.UNREGISTERED,
+            )
+        if not remote.connected:
+            return following.WorkerFacts(
+                cluster,
+                following.Connection.LOST,
+                may_move_in=self.may_move_at(remote, obj) - time.monotonic(),
+                could_fence=remote.state.could_fence,
+            )
+        return following.WorkerFacts(
+            cluster,
+            following.Connection.CONNECTED,
+            draining=self.maintenance(cluster) == "drain",
+        )
+
+    def remote_copies_stopped(self, obj: Obj) -> bool:
+        """For the manager's eviction: no copy of it can still run anywhere."""
+        key = ws.key_of(obj)
+        if self.multikueue_check(obj) is None:
+            return True
+        if not self.registry.synced.is_set():
+            return False
+        for entry in self.registry.clusters.values():
+            remote = entry.remote or entry.retired
+            if remote is None:
+                if entry.rejected is None:
+                    return False  # not connected yet: we cannot know what runs there
+                continue
+            present = (
+                remote.workloads().get(key) is not None or self.remote_job(remote, obj) is not None
+            )
+            if not present:
+                continue
+            if remote.connected or not self.lost_long_enough(remote, obj):
+                return False
+        return True

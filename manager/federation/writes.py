@@ -1,0 +1,293 @@
+"""Every change the dispatcher makes, in one place: the MultiKueue check of a manager
+Workload, and the copies and Jobs on the workers (created, taken back, deleted). Decisions
+are made elsewhere (``dispatch.py``, ``placing.py``, ``following.py``); these perform them,
+count them and trace them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from typing import Any, Literal
+
+from manager.controllers import spans
+from manager.controllers import workloadstatus as ws
+from manager.controllers.runtime import ClusterController
+from manager.federation import checkstatus, remoteobjects
+from manager.federation.lookups import Lookups, foreign_reason, made_for, ours
+from manager.federation.records import Stats
+from manager.federation.remote import RemoteCluster
+from manager.federation.settings import FENCE_AFTER_ANNOTATION, PLACEMENT_ANNOTATION
+from manager.kube import errors
+from manager.kube import resources as R
+from manager.kube.api import Obj
+from manager.kube.update import patch_guarded
+from manager.telemetry import tracing
+from manager.telemetry.metrics import FailoverReason
+
+log = logging.getLogger(__name__)
+
+FAILOVER_METRIC_REASON: dict[str, FailoverReason] = {
+    "lost": "lost",
+    "unregistered": "lost",
+    "drain": "drain",
+    "evicted": "evicted",
+    "vanished": "evicted",
+}
+"""``retry`` reasons as the ``kfed_failovers_total`` reason label counts them."""
+
+
+class Writes:
+    def __init__(self, manager: ClusterController, look: Lookups, stats: Stats) -> None:
+        self.manager = manager
+        self.state = manager.state
+        self.look = look
+        self.records = look.records
+        self.settings = look.settings
+        self.stats = stats
+
+    # -- the manager's Workload ----------------------------------------------------------
+
+    async def set_check(
+        self, obj: Obj, check: str, state: str, message: str, **kw: Any
+    ) -> Obj | None:
+        try:
+            written = await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                obj,
+                lambda o: checkstatus.set_check(o, check, state, message, **kw),
+                subresource="status",
+            )
+        except errors.NotFound:
+            return None
+        if written is not None:
+            self.state.workloads.remember_written(ws.key_of(written), obj, written)
+        return written
+
+    async def retry(self, obj: Obj, check: str, message: str, *, reason: str) -> None:
+        """Give the workload back to the manager's queue, to be placed again (a failover
+        when its worker was lost, a move when it drains, a requeue when evicted there).
+        ``reason``: lost | drain | evicted | vanished | unregistered."""
+        self.stats.retries += 1
+        log.info("workload %s: %s", ws.key_of(obj), message)
+        if await self.set_check(obj, check, "Retry", message) is None:
+            return
+        cluster = str(ws.status_of(obj).get("clusterName") or "")
+        self.state.metrics.failover(cluster, FAILOVER_METRIC_REASON.get(reason, "lost"))
+        if reason == "evicted":  # by the worker itself (upstream counts only these)
+            self.state.metrics.evicted_remotely(ws.cluster_queue_of(obj), cluster)
+        spans.record(
+            "manager",
+            "failover",
+            obj,
+            attributes={
+                "kfed.failover.reason": reason,
+                "kfed.failover.from_cluster": cluster or None,
+                "kfed.failover.message": message,
+            },
+        )
+
+    async def annotate(self, obj: Obj, decision: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        with contextlib.suppress(errors.KubeError):
+            await self.state.api.patch(
+                R.WORKLOADS,
+                meta["name"],
+                {"metadata": {"annotations": {PLACEMENT_ANNOTATION: json.dumps(decision)}}},
+                meta["namespace"],
+            )
+
+    # -- copies on the workers ---------------------------------------------------------
+
+    async def create_copy(self, remote: RemoteCluster, obj: Obj) -> bool:
+        body = remoteobjects.remote_workload(
+            obj,
+            origin=self.settings.origin,
+            annotations={
+                tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj),
+                # When the worker's shim fences this copy: with the policy, a manager outage
+                # shorter than the outage timeout leaves at-most-once jobs running.
+                FENCE_AFTER_ANNOTATION: str(
+                    self.settings.fence_after(self.look.failover_policy(obj))
+                ),
+            },
+        )
+        namespace = body["metadata"]["namespace"]
+        try:
+            try:
+                await remote.api.create(R.WORKLOADS, body, namespace)
+            except errors.NotFound:
+                await remote.ensure_namespace(namespace)
+                await remote.api.create(R.WORKLOADS, body, namespace)
+            self.stats.remote_workloads_created += 1
+            self._created(remote, obj, "Workload")
+            return True
+        except errors.AlreadyExists:
+            existing = await self.read_remote(remote, R.WORKLOADS, body)
+            if existing is not None and not ours(existing, self.settings.origin):
+                self.block(ws.key_of(obj), remote.name, foreign_reason("Workload", existing))
+                return False
+            return True
+        except errors.KubeError as err:
+            log.info("creating the copy of %s on %s failed: %s", ws.key_of(obj), remote.name, err)
+            return False
+
+    def _created(self, remote: RemoteCluster, obj: Obj, kind: Literal["Workload", "Job"]) -> None:
+        self.state.metrics.remote_object_created(
+            remote.name, kind, cluster_queue=ws.cluster_queue_of(obj)
+        )
+        spans.record(
+            "manager",
+            "remote.create",
+            obj,
+            attributes={"kfed.cluster": remote.name, "k8s.kind": kind},
+        )
+
+    async def read_remote(self, remote: RemoteCluster, res: R.Resource, body: Obj) -> Obj | None:
+        meta = body["metadata"]
+        try:
+            return await remote.api.get(res, meta["name"], meta["namespace"])
+        except errors.NotFound:
+            return None
+
+    def block(self, key: str, cluster: str, reason: str) -> None:
+        """Do not place ``key`` on ``cluster`` for a while: an object kfed did not create
+        holds the name there. Never touched; looked at again after the recheck time."""
+        log.warning("workload %s: not placing it on %s: %s", key, cluster, reason)
+        until = time.monotonic() + self.settings.foreign_object_recheck
+        self.records(key).blocked[cluster] = (reason, until)
+
+    async def delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> None:
+        """The copy of ``key`` on ``remote`` and every Job of ours made for it."""
+        namespace, name = key.split("/", 1)
+        with contextlib.suppress(errors.KubeError):
+            for job in self.look.remote_jobs_of(remote, key):
+                # Foreground: the Job stays (so this copy counts as still running) until its
+                # pods are gone, however long their termination grace.
+                await remote.api.delete(
+                    R.JOBS, job["metadata"]["name"], namespace, propagation="Foreground"
+                )
+            await remote.api.delete(R.WORKLOADS, name, namespace)
+
+    async def delete_everywhere(self, key: str, obj: Obj | None) -> None:
+        """Every copy of ``key``. For a workload that lives on unfinished, a copy is read
+        afresh first: one that finished while the manager could not see it is kept (the
+        reconcile records that run as the job's result), whatever a lagging cache says."""
+        live = obj is not None and not ws.is_finished(obj)
+        for remote in self.look.registry.active():
+            if remote.workloads().get(key) is None and not self.look.remote_jobs_of(remote, key):
+                continue
+            if live and await self._finished_there(remote, key):
+                log.info("workload %s finished on %s unseen: its copy is kept", key, remote.name)
+                continue
+            await self.delete_copy(remote, key, obj)
+        self.manager.workloads.queue.add(key)  # its eviction may be waiting for this
+
+    async def _finished_there(self, remote: RemoteCluster, key: str) -> bool:
+        namespace, name = key.split("/", 1)
+        body = {"metadata": {"name": name, "namespace": namespace}}
+        try:
+            fresh = await self.read_remote(remote, R.WORKLOADS, body)
+        except errors.KubeError:
+            return True  # cannot tell: keep it; the next reconcile looks again
+        return fresh is not None and ws.is_finished(fresh)
+
+    # -- the winner --------------------------------------------------------------------
+
+    async def won(
+        self, key: str, obj: Obj, check: str, remote: RemoteCluster, copies: dict[str, Obj]
+    ) -> float | None:
+        """``remote`` admitted the copy: every other copy goes, the Job is created there and
+        the check set Ready on it."""
+        self.records(key).winner = remote.name
+        # Every other copy goes first, so at most one worker can ever run the job.
+        for name in copies:
+            if name != remote.name:
+                other = self.look.registry.remote(name)
+                if other is not None:
+                    await self.delete_copy(other, key, obj)
+        job = self.look.manager_job(obj)
+        earlier = self.look.same_named_remote_job(remote, obj)
+        if earlier is not None and not made_for(earlier, obj):
+            return await self.wait_for_earlier_job(obj, check, remote, earlier)
+        if job is not None and earlier is None:
+            body = remoteobjects.remote_job(
+                job,
+                workload_name=obj["metadata"]["name"],
+                origin=self.settings.origin,
+                annotations={tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj)},
+            )
+            try:
+                await remote.api.create(R.JOBS, body, body["metadata"]["namespace"])
+                self.stats.remote_jobs_created += 1
+                self._created(remote, obj, "Job")
+            except errors.AlreadyExists:
+                existing = await self.read_remote(remote, R.JOBS, body)
+                if existing is None:
+                    return 0.5  # deleted meanwhile: create it on the next pass
+                if not ours(existing, self.settings.origin):
+                    return await self.refuse_worker(key, obj, check, remote, "Job", existing)
+                if not made_for(existing, obj):
+                    return await self.wait_for_earlier_job(obj, check, remote, existing)
+        written = await self.set_check(
+            obj,
+            check,
+            "Ready",
+            f'The workload was admitted on "{remote.name}"',
+            cluster_name=remote.name,
+        )
+        if written is not None:
+            self._placed(key, written, remote.name)
+        return None
+
+    def _placed(self, key: str, written: Obj, cluster: str) -> None:
+        """Count and trace a placement: dispatch latency from the manager's reservation."""
+        self.state.metrics.admitted_remotely(ws.cluster_queue_of(written), cluster)
+        record = self.records(key)
+        record.placement, record.tried = None, set()
+        started, record.reserved_at = record.reserved_at, None
+        if started is None:
+            return
+        latency = time.monotonic() - started
+        self.stats.dispatch_latencies.append(latency)
+        self.state.metrics.dispatch_done(cluster, latency)
+        spans.record(
+            "manager",
+            "placement",
+            written,
+            start=time.time() - latency,
+            attributes={"kfed.cluster": cluster, "kfed.dispatch.latency_seconds": latency},
+        )
+
+    async def refuse_worker(
+        self, key: str, obj: Obj, check: str, remote: RemoteCluster, kind: str, foreign: Obj
+    ) -> float | None:
+        """An object kfed did not create holds the name there: leave it alone, take our copy
+        back (it holds the worker's quota for nothing) and place the workload elsewhere."""
+        self.block(key, remote.name, foreign_reason(kind, foreign))
+        record = self.records(key)
+        record.winner, record.placement = None, None
+        record.tried.add(remote.name)
+        await self.delete_copy(remote, key, obj)
+        await self.set_check(
+            obj, check, "Pending", f"not placed on {remote.name}: {foreign_reason(kind, foreign)}"
+        )
+        return 0.1
+
+    async def wait_for_earlier_job(
+        self, obj: Obj, check: str, remote: RemoteCluster, earlier: Obj
+    ) -> float:
+        """A Job of this name that an earlier workload left on the worker (being deleted, or
+        to be collected) must be gone before ours is created: never adopt it."""
+        meta = earlier["metadata"]
+        how = "being deleted" if meta.get("deletionTimestamp") else "not yet collected"
+        await self.set_check(
+            obj,
+            check,
+            "Pending",
+            f"admitted on {remote.name}; waiting for the Job {meta['namespace']}/{meta['name']} "
+            f"of an earlier workload to be removed there ({how})",
+        )
+        return 1.0
