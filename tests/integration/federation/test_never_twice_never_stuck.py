@@ -925,9 +925,14 @@ async def test_upstream_a_workload_no_worker_can_ever_hold_says_why_and_gives_it
             )
             or 0
         ) >= 1
-        wl = await manager_workload(api, "big-job")
-        assert wl is not None
-        assert int((ws.status_of(wl).get("requeueState") or {}).get("count") or 0) >= 1
+
+        async def requeued() -> bool:
+            # Released (quota back, requeued with backoff) once the eviction completes.
+            wl = await manager_workload(api, "big-job")
+            state = ws.status_of(wl or {}).get("requeueState") or {}
+            return int(state.get("count") or 0) >= 1
+
+        await wait_for(requeued, timeout=60, what="big-job requeued with backoff")
         for worker_api in bed.worker_apis.values():
             assert not (await worker_api.list(R.PODS, NS))["items"], "it never ran anywhere"
 
