@@ -20,10 +20,14 @@ pytestmark = pytest.mark.full
 
 
 async def admitted_count(api: KubeApi, ns: str, names: list[str]) -> int:
+    """Workloads of the named Jobs holding quota, read in ONE list so that the count is a
+    snapshot: reading them one by one can see a finished job's successor admitted next to a
+    stale read of the job before it finished, and count one quota slot twice."""
+    wanted = set(names)
     count = 0
-    for name in names:
-        wl = await workload_of(api, ns, name)
-        if wl is not None and ws.is_admitted(wl) and not ws.is_finished(wl):
+    for wl in (await api.list(R.WORKLOADS, ns))["items"]:
+        owners = {o.get("name") for o in wl["metadata"].get("ownerReferences") or []}
+        if owners & wanted and ws.is_admitted(wl) and not ws.is_finished(wl):
             count += 1
     return count
 
