@@ -23,8 +23,6 @@ interrupted drill left, and a second drill refuses to start on top of it.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import json
 import time
@@ -38,6 +36,7 @@ import yaml
 from manager.api import constants as C
 from manager.cli.common import CliError, usage_error
 from manager.cli.registration import set_maintenance
+from manager.federation import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -87,19 +86,14 @@ def with_server(kubeconfig_text: str, server: str) -> str:
 
 
 def secret_kubeconfig(secret: Obj) -> str:
-    data = (secret.get("data") or {}).get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
-    meta = secret.get("metadata") or {}
-    where = f"Secret {meta.get('namespace')}/{meta.get('name')}"
-    if not data:
-        raise CliError(f"{where} has no key {C.MULTIKUEUE_KUBECONFIG_SECRET_KEY!r}")
     try:
-        return base64.b64decode(data).decode()
-    except (binascii.Error, UnicodeDecodeError):
-        raise CliError(f"{where}: its kubeconfig is not base64 text") from None
+        return kubeconfig.from_secret(secret)
+    except kubeconfig.KubeconfigRejected as err:
+        raise CliError(str(err)) from None
 
 
 def encode(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
+    return kubeconfig.secret_data(text)[C.MULTIKUEUE_KUBECONFIG_SECRET_KEY]
 
 
 def server_url(address: str) -> str:

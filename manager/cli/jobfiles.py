@@ -8,12 +8,9 @@ from typing import Any
 
 import pydantic
 
-from manager import core
 from manager.api import constants as C
 from manager.api.batch import Job
-from manager.api.workload import Workload
 from manager.cli.common import load_yaml_documents, usage_error
-from manager.controllers import convert
 
 Obj = dict[str, Any]
 DEFAULT_JOB_NAMESPACE = "default"
@@ -98,25 +95,3 @@ def prepare(job: Obj, *, queue: str | None) -> tuple[Obj, list[str]]:
         )
         spec["suspend"] = True
     return prepared, warnings
-
-
-def pod_set(job: Obj) -> core.PodSet:
-    """The Job's single pod set as the admission core sees it (requests per pod, count,
-    node selector, required node affinity, tolerations), converted the way the manager's Job
-    integration converts it."""
-    spec = job.get("spec") or {}
-    parallelism, completions = spec.get("parallelism"), spec.get("completions")
-    count = 1 if parallelism is None else int(parallelism)
-    if completions is not None:
-        count = min(count, int(completions))
-    workload = Workload.model_validate(
-        {
-            "metadata": {"name": "whatif", "namespace": namespace_of(job)},
-            "spec": {
-                "podSets": [
-                    {"name": "main", "count": max(count, 1), "template": spec.get("template")}
-                ],
-            },
-        }
-    )
-    return convert.workload(workload, priority=0, creation_time=0.0).pod_sets[0]

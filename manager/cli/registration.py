@@ -10,7 +10,6 @@ registered workers and reports each one's ``Active`` condition; cordon and drain
 from __future__ import annotations
 
 import asyncio
-import base64
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -20,11 +19,11 @@ from typing import Any
 import yaml
 
 from manager.api import constants as C
-from manager.api import quantity
+from manager.api import federated
 from manager.cli.common import CliError, connect_dict, from_kube_error, usage_error
 from manager.cli.tables import amount
 from manager.controllers import conditions
-from manager.federation import kubeconfig
+from manager.federation import capacity, kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -75,7 +74,7 @@ def kubeconfig_secret(name: str, namespace: str, checked: kubeconfig.CheckedKube
             "labels": {MANAGED_BY_LABEL: MANAGED_BY},
         },
         "type": "Opaque",
-        "data": {C.MULTIKUEUE_KUBECONFIG_SECRET_KEY: base64.b64encode(text.encode()).decode()},
+        "data": kubeconfig.secret_data(text),
     }
 
 
@@ -196,13 +195,7 @@ async def referencing_checks(api: KubeApi, config: str) -> list[str]:
     """AdmissionChecks whose MultiKueue parameters name this MultiKueueConfig."""
     found = []
     for ac in (await api.list(R.ADMISSION_CHECKS))["items"]:
-        spec = ac.get("spec") or {}
-        params = spec.get("parameters") or {}
-        if (
-            spec.get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME
-            and params.get("kind") == "MultiKueueConfig"
-            and params.get("name") == config
-        ):
+        if federated.is_multikueue_check(ac) and federated.config_name(ac) == config:
             found.append(str(ac["metadata"]["name"]))
     return found
 
@@ -295,28 +288,17 @@ def capacity_rows(cluster_queues: list[Obj]) -> list[CapacityRow]:
     ClusterQueues' spec and ``status.flavorsReservation`` (as the manager reads them)."""
     rows = []
     for cq in sorted(cluster_queues, key=lambda c: str(c["metadata"]["name"])):
-        reserved: dict[tuple[str, str], int] = {}
-        for fu in (cq.get("status") or {}).get("flavorsReservation") or []:
-            for r in fu.get("resources") or []:
-                reserved[(fu["name"], r["name"])] = quantity.to_core_units(
-                    r["name"], r.get("total") or 0
+        for line in capacity.quota_lines(str(cq["metadata"]["name"]), cq):
+            rows.append(
+                CapacityRow(
+                    line.cluster_queue,
+                    line.flavor,
+                    line.resource,
+                    amount(line.resource, line.nominal),
+                    amount(line.resource, line.reserved),
+                    amount(line.resource, line.available),
                 )
-        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
-            for fq in rg.get("flavors") or []:
-                for r in fq.get("resources") or []:
-                    resource = str(r["name"])
-                    nominal = quantity.to_core_units(resource, r.get("nominalQuota", 0))
-                    used = reserved.get((fq["name"], resource), 0)
-                    rows.append(
-                        CapacityRow(
-                            str(cq["metadata"]["name"]),
-                            str(fq["name"]),
-                            resource,
-                            amount(resource, nominal),
-                            amount(resource, used),
-                            amount(resource, nominal - used),
-                        )
-                    )
+            )
     return rows
 
 
@@ -353,13 +335,12 @@ def cluster_rows(mk_clusters: list[Obj], mk_configs: list[Obj]) -> list[ClusterR
     for obj in sorted(mk_clusters, key=lambda c: str(c["metadata"]["name"])):
         name = str(obj["metadata"]["name"])
         condition = active_condition(obj) or {}
-        annotations = obj["metadata"].get("annotations") or {}
         rows.append(
             ClusterRow(
                 name=name,
                 active=str(condition.get("status", "Unknown")),
                 reason=str(condition.get("reason", "")),
-                maintenance=str(annotations.get(C.MAINTENANCE_ANNOTATION, "")),
+                maintenance=federated.maintenance_of(obj),
                 configs=",".join(member_of.get(name, [])),
                 message=str(condition.get("message", "")),
             )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api import constants as C
+from manager.api import federated
 from manager.cli.common import CliError, usage_error
 from manager.cli.jobfiles import display_name, queue_of
 from manager.controllers import conditions, jobs
@@ -60,7 +61,7 @@ async def multikueue_checks(api: KubeApi) -> set[str]:
     return {
         str(ac["metadata"]["name"])
         for ac in (await api.list(R.ADMISSION_CHECKS))["items"]
-        if (ac.get("spec") or {}).get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME
+        if federated.is_multikueue_check(ac)
     }
 
 

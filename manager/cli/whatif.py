@@ -17,24 +17,38 @@ from manager.cli.common import (
     run,
     target_of,
 )
+from manager.cli.manageradmission import Outcome
 from manager.cli.tables import print_json, table
+
+
+def _manager_admission(p: prediction.Prediction) -> tuple[str, list[str]]:
+    """The manager core's verdict, in a few words, and its details."""
+    match Outcome(p.manager_outcome):
+        case Outcome.FITS:
+            return "fits its free quota now", []
+        case Outcome.BORROWS:
+            return f"fits now, {p.manager_reason}", []
+        case Outcome.PREEMPTS:
+            return (
+                f"fits once it has preempted {len(p.manager_victims)} workload(s)",
+                [f"preempts {victim}" for victim in p.manager_victims],
+            )
+        case _:
+            return "no free quota now: it would wait in the queue", [f"waits: {p.manager_reason}"]
 
 
 def render_prediction(p: prediction.Prediction) -> Group:
     requests = ", ".join(f"{v} {r}" for r, v in p.requests.items()) or "nothing"
     flavors = ", ".join(f"{r}={f}" for r, f in p.manager_flavors.items())
-    fits = (
-        "fits its free quota now"
-        if p.manager_fits_now
-        else "no free quota now: it would wait in the queue (or preempt)"
-    )
+    verdict, details = _manager_admission(p)
     parts: list[object] = [
         Text(f"Job {p.job}", style="bold"),
         Text(f"  queue {p.queue} -> ClusterQueue {p.cluster_queue}"),
         Text(f"  requests {requests}"),
-        Text(f"  manager flavor {flavors} ({fits})"),
+        Text(f"  manager flavor {flavors} ({verdict})"),
     ]
-    parts += [Text(f"    skipped {note}", style="dim") for note in p.manager_notes]
+    parts += [Text(f"    {line}", style="dim") for line in details]
+    parts += [Text(f"    skipped: {note}", style="dim") for note in p.manager_notes]
     if p.federated:
         parts.append(
             Text(f"  workers of MultiKueueConfig {p.config} (admission check {p.admission_check}):")
@@ -96,10 +110,11 @@ def command(
 ) -> None:
     """Where the Job(s) in FILE would go now, without creating or changing anything.
 
-    Computes the Job's requests from its pod template, finds its LocalQueue and ClusterQueue
-    on the manager and the flavor that queue would assign (the first flavor, in the queue's
-    order, whose nodeLabels and taints suit the pod and whose free quota covers it), then
-    reads every worker of the queue's MultiKueueConfig with the kubeconfig from its Secret in
+    Turns the Job into the Workload the manager would create, finds its LocalQueue and
+    ClusterQueue on the manager and asks the manager's admission core, on a snapshot of the
+    manager's queues, flavors and admitted workloads, whether it would be admitted now (within
+    quota, borrowing, or by preempting) or wait, and with which flavors; then reads every
+    worker of the queue's MultiKueueConfig with the kubeconfig from its Secret in
     --namespace and prints the dispatcher's verdict for each (as manager.federation.capacity
     evaluates it: same LocalQueue, a matching flavor, enough free quota; not connected,
     cordoned or drained workers are skipped) and the worker it would choose (best fit, then

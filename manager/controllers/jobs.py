@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
@@ -39,6 +40,57 @@ def queue_name(job: Obj) -> str | None:
 
 
 workload_key_for = ws.workload_key_for_job
+
+
+def workload_for_job(job: Obj, priority_class_value: Callable[[str], int | None]) -> Obj:
+    """The Workload the manager creates for a queued Job (without its trace annotation): one
+    pod set ``main`` of ``min(parallelism, completions)`` pods from the Job's template, the
+    priority of its WorkloadPriorityClass label, else of its pod template. ``kfed whatif``
+    builds the same one to ask the admission core about a Job not created yet."""
+    meta, spec = job["metadata"], job.get("spec") or {}
+    parallelism = spec.get("parallelism")
+    completions = spec.get("completions")
+    count = 1 if parallelism is None else int(parallelism)
+    if completions is not None:
+        count = min(count, int(completions))
+    namespace, name = workload_key_for(job).split("/", 1)
+    body: Obj = {
+        "apiVersion": C.API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {C.JOB_UID_LABEL: meta.get("uid", "")},
+            "annotations": {C.JOB_NAME_ANNOTATION: meta["name"]},
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "queueName": queue_name(job),
+            "podSets": [
+                {"name": "main", "count": max(count, 1), "template": spec.get("template") or {}}
+            ],
+        },
+    }
+    wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
+    value = priority_class_value(wpc) if wpc else None
+    if wpc and value is not None:
+        ref = {"group": C.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}
+        body["spec"]["priorityClassRef"] = ref
+        body["spec"]["priority"] = value
+    elif (
+        pod_priority := ((spec.get("template") or {}).get("spec") or {}).get("priority")
+    ) is not None:
+        body["spec"]["priority"] = int(pod_priority)
+    return body
 
 
 def job_finished(job: Obj) -> tuple[bool, bool, str] | None:
@@ -161,45 +213,12 @@ class JobController:
             await patch_guarded(self.state.api, R.JOBS, job, lambda _: patch)
 
     async def _create_workload(self, job: Obj) -> None:
-        meta, spec = job["metadata"], job.get("spec") or {}
-        parallelism = spec.get("parallelism")
-        completions = spec.get("completions")
-        count = 1 if parallelism is None else int(parallelism)
-        if completions is not None:
-            count = min(count, int(completions))
-        namespace, name = workload_key_for(job).split("/", 1)
-        body: Obj = {
-            "apiVersion": C.API_VERSION,
-            "kind": "Workload",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {C.JOB_UID_LABEL: meta.get("uid", "")},
-                "annotations": {
-                    C.JOB_NAME_ANNOTATION: meta["name"],
-                    tracing.TRACEPARENT_ANNOTATION: self._start_trace(job),
-                },
-                "ownerReferences": [
-                    {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
-                        "name": meta["name"],
-                        "uid": meta.get("uid", ""),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-            },
-            "spec": {
-                "queueName": queue_name(job),
-                "podSets": [
-                    {"name": "main", "count": max(count, 1), "template": spec.get("template") or {}}
-                ],
-            },
-        }
+        meta = job["metadata"]
+        body = workload_for_job(job, self.state.priority_class_value)
+        body["metadata"]["annotations"][tracing.TRACEPARENT_ANNOTATION] = self._start_trace(job)
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
-        value = self.state.priority_class_value(wpc) if wpc else None
-        if wpc and value is None:
+        if wpc and "priorityClassRef" not in body["spec"]:
             log.warning(
                 "Job %s/%s names WorkloadPriorityClass %s, which does not exist; "
                 "its workload gets priority 0",
@@ -207,14 +226,6 @@ class JobController:
                 meta["name"],
                 wpc,
             )
-        if wpc and value is not None:
-            ref = {"group": C.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}
-            body["spec"]["priorityClassRef"] = ref
-            body["spec"]["priority"] = value
-        elif (
-            pod_priority := ((spec.get("template") or {}).get("spec") or {}).get("priority")
-        ) is not None:
-            body["spec"]["priority"] = int(pod_priority)
         try:
             created = await self.state.api.create(R.WORKLOADS, body, namespace)
             self.state.workloads.cache.setdefault(f"{namespace}/{name}", created)

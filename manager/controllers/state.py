@@ -17,7 +17,7 @@ from typing import Any
 import pydantic
 
 from manager import core
-from manager.api import constants as C
+from manager.api import federated
 from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
@@ -116,48 +116,15 @@ class ClusterState:
         )
 
     def multikueue_problem(self, cq: ClusterQueue) -> tuple[str, str] | None:
-        """Upstream's two MultiKueue misconfigurations of a ClusterQueue, with its reasons and
-        messages: several MultiKueue checks, or one limited to some flavors (``onFlavors``).
-        Either keeps the ClusterQueue inactive: half of its workloads would otherwise run
-        on the manager cluster itself."""
-        strategy = cq.spec.admission_checks_strategy
-        rules = strategy.admission_checks if strategy is not None else []
-        multikueue = [
-            rule
-            for rule in rules
-            if ((self.admission_checks.get(rule.name) or {}).get("spec") or {}).get(
-                "controllerName"
-            )
-            == C.MULTIKUEUE_CONTROLLER_NAME
-        ]
-        if len(multikueue) > 1:
-            return (
-                C.REASON_MULTIPLE_MULTIKUEUE_CHECKS,
-                "Can't admit new workloads: Cannot use multiple MultiKueue AdmissionChecks on "
-                f"the same ClusterQueue, found: {','.join(r.name for r in multikueue)}.",
-            )
-        per_flavor = [rule.name for rule in multikueue if rule.on_flavors]
-        if per_flavor:
-            return (
-                C.REASON_MULTIKUEUE_CHECK_PER_FLAVOR,
-                "Can't admit new workloads: Cannot specify MultiKueue AdmissionCheck per "
-                f"flavor, found: {','.join(per_flavor)}.",
-            )
-        return None
+        """Upstream's MultiKueue misconfigurations of a ClusterQueue (``api/federated.py``)."""
+        return federated.configuration_problem(cq.to_wire(), self.admission_checks.get)
 
     def _on_admission_check(self, event: Event) -> None:
         """A check's controller decides whether the ClusterQueues naming it are well made:
         feed them again (AdmissionChecks are few and rarely change)."""
         feed = self._feed(ClusterQueue, self._cluster_queue_to_core, "cluster_queue")
         for cq in self.cluster_queues.items():
-            names = {
-                rule.get("name")
-                for rule in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get(
-                    "admissionChecks"
-                )
-                or []
-            }
-            if event.key in names:
+            if event.key in federated.check_names(cq):
                 feed(Event("MODIFIED", cq["metadata"]["name"], cq))
 
     def _on_namespace(self, event: Event) -> None:
@@ -180,9 +147,7 @@ class ClusterState:
 
     def admission_check_names(self, cluster_queue: str) -> list[str]:
         """The checks every workload of this ClusterQueue must pass (admissionChecksStrategy)."""
-        cq = self.cluster_queues.get(cluster_queue) or {}
-        strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
-        return [str(rule["name"]) for rule in strategy.get("admissionChecks") or []]
+        return federated.check_names(self.cluster_queues.get(cluster_queue))
 
     def priority_class_value(self, name: str) -> int | None:
         wpc = self.priority_classes.get(name)

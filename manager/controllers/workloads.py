@@ -36,6 +36,17 @@ log = logging.getLogger(__name__)
 IN_FLIGHT_RECHECK_SECONDS = 0.2
 
 
+def priority_of(wl: Workload, priority_class_value: Callable[[str], int | None]) -> int:
+    """The priority the core gets for a Workload: its ``spec.priority``, else the value of its
+    WorkloadPriorityClass (looked up by name), else 0."""
+    if wl.spec.priority is not None:
+        return wl.spec.priority
+    ref = wl.spec.priority_class_ref
+    if ref is not None and str(ref.kind) == "WorkloadPriorityClass":
+        return core.resolve_priority(workload_priority_class_value=priority_class_value(ref.name))
+    return 0
+
+
 class WorkloadController:
     def __init__(
         self, state: ClusterState, admission: AdmissionLoop, settings: ControllerSettings
@@ -76,14 +87,7 @@ class WorkloadController:
         return bool(spec.get("suspend")) and not status.get("active")
 
     def priority_of(self, wl: Workload) -> int:
-        if wl.spec.priority is not None:
-            return wl.spec.priority
-        ref = wl.spec.priority_class_ref
-        if ref is not None and str(ref.kind) == "WorkloadPriorityClass":
-            return core.resolve_priority(
-                workload_priority_class_value=self.state.priority_class_value(ref.name)
-            )
-        return 0
+        return priority_of(wl, self.state.priority_class_value)
 
     async def _write(self, obj: dict[str, Any], mutate: Mutate) -> dict[str, Any] | None:
         try:

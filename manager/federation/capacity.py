@@ -88,21 +88,52 @@ def _reserved(cq: Obj) -> dict[tuple[str, str], int]:
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaLine:
+    """One (flavor, resource) quota of a worker ClusterQueue and what is left of it: the one
+    free-quota formula of the dispatcher, the dashboard, the metrics and the CLI."""
+
+    cluster_queue: str
+    flavor: str
+    resource: str
+    nominal: int
+    reserved: int
+    """``status.flavorsReservation`` as the worker reports it."""
+    in_flight: int = 0
+    """Sent there by us and not admitted yet (the worker's status cannot show it)."""
+
+    @property
+    def available(self) -> int:
+        """May be below zero (the queue borrows, or its quota shrank under running work)."""
+        return self.nominal - self.reserved - self.in_flight
+
+
+def quota_lines(
+    cq_name: str, cq: Obj, in_flight: Mapping[tuple[str, str, str], int] | None = None
+) -> list[QuotaLine]:
+    reserved = _reserved(cq)
+    return [
+        QuotaLine(
+            cq_name,
+            flavor,
+            resource,
+            nominal,
+            reserved.get((flavor, resource), 0),
+            (in_flight or {}).get((cq_name, flavor, resource), 0),
+        )
+        for flavor, resources in _quotas(cq).items()
+        for resource, nominal in resources.items()
+    ]
+
+
 def free_quota(worker: WorkerView) -> dict[tuple[str, str], int]:
-    """Free quota per (flavor, resource) summed over the worker's ClusterQueues: nominal
-    minus reserved minus what was sent there and not admitted yet, never below zero. What
-    the dashboard and the ``kfed_cluster_free_capacity`` gauge show."""
+    """Free quota per (flavor, resource) summed over the worker's ClusterQueues, never below
+    zero. What the dashboard and the ``kfed_cluster_free_capacity`` gauge show."""
     free: dict[tuple[str, str], int] = {}
     for cq_name, cq in worker.cluster_queues.items():
-        reserved = _reserved(cq)
-        for flavor, resources in _quotas(cq).items():
-            for resource, nominal in resources.items():
-                left = (
-                    nominal
-                    - reserved.get((flavor, resource), 0)
-                    - worker.in_flight.get((cq_name, flavor, resource), 0)
-                )
-                free[(flavor, resource)] = free.get((flavor, resource), 0) + max(0, left)
+        for line in quota_lines(cq_name, cq, worker.in_flight):
+            key = (line.flavor, line.resource)
+            free[key] = free.get(key, 0) + max(0, line.available)
     return free
 
 
@@ -138,7 +169,7 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
             never=True,
         )
     quotas = _quotas(cq)
-    reserved = _reserved(cq)
+    lines = {(q.flavor, q.resource): q for q in quota_lines(cq_name, cq, worker.in_flight)}
     mapping: dict[str, str] = {}
     free: dict[str, int] = {}
     tightest = 1.0
@@ -154,19 +185,15 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
                 never=True,
             )
         mapping[flavor] = worker_flavor
-        nominal = quotas[worker_flavor].get(resource)
-        if nominal is None:
+        line = lines.get((worker_flavor, resource))
+        if line is None:
             return Candidate(
                 worker.name,
                 False,
                 f"flavor {worker_flavor} of ClusterQueue {cq_name} has no quota for {resource}",
                 never=True,
             )
-        available = (
-            nominal
-            - reserved.get((worker_flavor, resource), 0)
-            - worker.in_flight.get((cq_name, worker_flavor, resource), 0)
-        )
+        nominal, available = line.nominal, line.available
         free[resource] = available
         if nominal < amount:
             return Candidate(

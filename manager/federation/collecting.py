@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.federation import checkstatus
-from manager.federation.lookups import Lookups, finished_unseen
+from manager.federation import checkstatus, leftovers
+from manager.federation.lookups import Lookups
 from manager.federation.remote import RemoteCluster
 from manager.federation.writes import Writes
 from manager.kube import errors
@@ -41,53 +41,53 @@ class Collector:
             log.info("not recovering %s yet (%s): the garbage collection will", remote.name, err)
             return
         for copy_ in fresh["items"]:
-            key = ws.key_of(copy_)
-            obj = self.state.workloads.get(key)
-            if finished_unseen(copy_, obj):
-                self.requeue(key)  # the reconcile records that run: it never runs again
-            elif not self._still_placed_there(key, obj, copy_, remote):
-                with tracing.workload_context(obj or copy_):
-                    log.info("removing stale copy of %s from %s", key, remote.name)
-                    await self.write.delete_copy(remote, key, obj)
+            await self._judge(leftovers.Moment.RETURNING, remote, copy_)
         await self._collect_orphan_jobs(remote)
 
-    def _still_placed_there(
-        self, key: str, obj: Obj | None, copy_: Obj, remote: RemoteCluster
-    ) -> bool:
-        if obj is None or not ws.has_reservation(obj) or ws.is_finished(obj):
-            return False
+    def workload_facts(self, key: str) -> leftovers.WorkloadFacts:
+        obj = self.state.workloads.get(key)
+        if obj is None:
+            return leftovers.WorkloadFacts(exists=False)
+        status = ws.status_of(obj)
+        cluster = str(status.get("clusterName") or "")
+        federated = self.look.multikueue_check(obj)
+        ready = federated is not None and checkstatus.check_state(obj, federated[0])[0] == "Ready"
         placement = self.look.records.placement(key)
-        placed = ws.status_of(obj).get("clusterName") == remote.name or (
-            placement is not None and placement.cluster == remote.name
+        placed_on = {cluster} if cluster else set()
+        if placement is not None:
+            placed_on.add(placement.cluster)
+        return leftovers.WorkloadFacts(
+            finished=ws.is_finished(obj),
+            holds_quota=ws.has_reservation(obj),
+            runs_on=cluster if ready else "",
+            placed_on=frozenset(placed_on),
         )
-        return placed and ws.is_active(copy_)
+
+    async def _judge(self, moment: leftovers.Moment, remote: RemoteCluster, copy_: Obj) -> bool:
+        """Judge one copy and carry the verdict out; True when it was deleted."""
+        key = ws.key_of(copy_)
+        copy_facts = leftovers.CopyFacts(
+            remote.name, finished=ws.is_finished(copy_), active=ws.is_active(copy_)
+        )
+        verdict = leftovers.judge_copy(moment, copy_facts, self.workload_facts(key))
+        if verdict is leftovers.Verdict.RECORD:
+            self.requeue(key)  # the reconcile records that run: it never runs again
+        if verdict is not leftovers.Verdict.DELETE:
+            return False
+        obj = self.state.workloads.get(key)
+        with tracing.workload_context(obj or copy_):
+            log.info("collecting the copy of %s on %s (%s)", key, remote.name, moment)
+            await self.write.delete_copy(remote, key, obj)
+        return True
 
     async def collect_garbage(self) -> int:
         """Delete remote copies of our origin whose manager workload is gone or finished."""
         removed = 0
         for remote in self.look.registry.active():
             for copy_ in list(remote.workloads().items()):
-                key = ws.key_of(copy_)
-                obj = self.state.workloads.get(key)
-                if finished_unseen(copy_, obj):
-                    continue  # the reconcile records that run first
-                if obj is None or ws.is_finished(obj) or self._placed_elsewhere(obj, remote):
-                    with tracing.workload_context(obj or copy_):
-                        log.info("collecting the copy of %s on %s", key, remote.name)
-                        await self.write.delete_copy(remote, key, obj)
-                    removed += 1
+                removed += await self._judge(leftovers.Moment.SWEEP, remote, copy_)
             removed += await self._collect_orphan_jobs(remote)
         return removed
-
-    def _placed_elsewhere(self, obj: Obj, remote: RemoteCluster) -> bool:
-        """The workload runs on another worker now (its check Ready there): a copy here is a
-        leftover, e.g. fenced while this worker was lost or unregistered, then re-added."""
-        federated = self.look.multikueue_check(obj)
-        if federated is None:
-            return False
-        cluster = ws.status_of(obj).get("clusterName")
-        ready = checkstatus.check_state(obj, federated[0])[0] == "Ready"
-        return ready and bool(cluster) and cluster != remote.name
 
     async def _collect_orphan_jobs(self, remote: RemoteCluster) -> int:
         """Our Jobs on a worker whose Workload is gone there and on the manager (left by a
@@ -96,12 +96,13 @@ class Collector:
         removed = 0
         for job in list(remote.jobs().items()):
             meta = job["metadata"]
-            if meta.get("deletionTimestamp"):
-                continue
             workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL, "")
             key = f"{meta['namespace']}/{workload}"
-            owner = self.state.workloads.get(key)
-            if remote.workloads().get(key) is None and (owner is None or ws.is_finished(owner)):
+            if leftovers.job_is_orphan(
+                deleting=bool(meta.get("deletionTimestamp")),
+                copy_exists=remote.workloads().get(key) is not None,
+                workload=self.workload_facts(key),
+            ):
                 log.info(
                     "collecting orphan Job %s/%s on %s",
                     meta["namespace"],

@@ -18,8 +18,10 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from manager.api import constants as C
+
 # Condition reasons on MultiKueueCluster Active=False (upstream's names where they exist).
-BAD_KUBECONFIG = "BadKubeConfig"
+BAD_KUBECONFIG = C.REASON_BAD_KUBECONFIG
 INSECURE_KUBECONFIG = "InsecureKubeConfig"
 
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -172,3 +174,25 @@ def check(text: str | bytes, *, context: str | None = None) -> CheckedKubeconfig
         "current-context": name,
     }
     return CheckedKubeconfig(config=reduced, context=str(name), server=server)
+
+
+# -- the Secret that holds a worker's kubeconfig ------------------------------------------------
+
+
+def secret_data(text: str) -> dict[str, str]:
+    """A Secret's ``data`` holding this kubeconfig under upstream's key ``kubeconfig``."""
+    return {C.MULTIKUEUE_KUBECONFIG_SECRET_KEY: base64.b64encode(text.encode()).decode()}
+
+
+def from_secret(secret: dict[str, Any]) -> str:
+    """The kubeconfig text a worker's Secret holds. Raises KubeconfigRejected (BadKubeConfig)
+    when the key is missing or not base64 text; ``check`` then judges the text itself."""
+    meta = secret.get("metadata") or {}
+    where = f"Secret {meta.get('namespace')}/{meta.get('name')}"
+    data = (secret.get("data") or {}).get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
+    if not data:
+        raise _bad(f"{where} has no key {C.MULTIKUEUE_KUBECONFIG_SECRET_KEY!r}")
+    try:
+        return base64.b64decode(data, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise _bad(f"the kubeconfig in {where} is not valid base64 text") from None

@@ -9,12 +9,13 @@ import json
 import time
 
 from manager.api import constants as C
+from manager.api import federated
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation import failover, following
 from manager.federation.records import Records
 from manager.federation.registry import ClusterRegistry
-from manager.federation.remote import RemoteCluster
+from manager.federation.remote import JOBS_BY_WORKLOAD, RemoteCluster
 from manager.federation.settings import (
     FAILOVER_POLICY_ANNOTATION,
     FailoverPolicy,
@@ -22,12 +23,6 @@ from manager.federation.settings import (
     failover_policy,
 )
 from manager.kube.api import Obj
-
-
-def finished_unseen(copy_: Obj, obj: Obj | None) -> bool:
-    """A copy that finished while its manager workload lives on unfinished: it finished
-    while the manager could not see it (and may have been moved or requeued since)."""
-    return obj is not None and ws.is_finished(copy_) and not ws.is_finished(obj)
 
 
 def ours(remote_obj: Obj, origin: str) -> bool:
@@ -82,19 +77,13 @@ class Lookups:
 
     def federation_of(self, cluster_queue: str) -> tuple[str, list[str]] | None:
         """(check name, worker names of its MultiKueueConfig) when the ClusterQueue's
-        workloads are federated: it has an admission check of the MultiKueue controller."""
-        for name in self.state.admission_check_names(cluster_queue):
-            ac = self.state.admission_checks.get(name)
-            spec = (ac or {}).get("spec") or {}
-            if spec.get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME:
-                params = spec.get("parameters") or {}
-                clusters = (
-                    self.registry.clusters_of_config(str(params.get("name", "")))
-                    if params.get("kind") == "MultiKueueConfig"
-                    else []
-                )
-                return name, clusters
-        return None
+        workloads are federated (``api/federated.py``)."""
+        found = federated.federation_of(
+            self.state.cluster_queues.get(cluster_queue),
+            self.state.admission_checks.get,
+            self.registry.mk_configs.get,
+        )
+        return (found.check, list(found.clusters)) if found is not None else None
 
     def not_managed_by_multikueue(self, obj: Obj) -> str | None:
         """Why the workload's Job must not be federated (None: it may). As upstream: a Job
@@ -164,21 +153,12 @@ class Lookups:
 
     def remote_jobs_of(self, remote: RemoteCluster, key: str) -> list[Obj]:
         """Our Jobs on the worker made for the workload ``key`` (whatever their name)."""
-        namespace, name = key.split("/", 1)
-        return [
-            job
-            for job in remote.jobs().items()
-            if job["metadata"]["namespace"] == namespace
-            and (job["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) == name
-        ]
+        return remote.jobs().by_index(JOBS_BY_WORKLOAD, key)
 
     # -- the workers -----------------------------------------------------------------------
 
     def maintenance(self, cluster: str) -> str:
-        obj = self.registry.mk_clusters.get(cluster) or {}
-        return str(
-            ((obj.get("metadata") or {}).get("annotations") or {}).get(C.MAINTENANCE_ANNOTATION, "")
-        )
+        return federated.maintenance_of(self.registry.mk_clusters.get(cluster))
 
     def blocked_reason(self, key: str, cluster: str) -> str | None:
         record = self.records.get(key)
@@ -216,9 +196,6 @@ class Lookups:
 
     def lost_long_enough(self, remote: RemoteCluster, obj: Obj) -> bool:
         return not remote.connected and time.monotonic() >= self.may_move_at(remote, obj)
-
-    def lost_remaining(self, remote: RemoteCluster, obj: Obj) -> float:
-        return max(0.1, self.may_move_at(remote, obj) - time.monotonic())
 
     def worker_facts(self, cluster: str, obj: Obj) -> following.WorkerFacts:
         """What following a workload placed on ``cluster`` needs to know about that worker."""

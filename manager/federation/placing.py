@@ -17,9 +17,9 @@ from manager.api import constants as C
 from manager.api import quantity
 from manager.controllers import conditions, spans
 from manager.controllers import workloadstatus as ws
-from manager.federation import capacity
+from manager.federation import capacity, choosing
 from manager.federation.lookups import Lookups
-from manager.federation.records import Placement, Stats, WorkloadRecord
+from manager.federation.records import Placement, Stats
 from manager.federation.remote import RemoteCluster
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, DispatchMode
 from manager.federation.writes import Writes
@@ -89,33 +89,43 @@ class Placer:
             order=order,
         )
 
+    def ineligible(
+        self, key: str, name: str, allowed: set[str] | None
+    ) -> capacity.Candidate | None:
+        """Why no copy may go to worker ``name`` whatever its capacity (None: it may), the
+        same in every dispatch mode: not allowed for the job, not connected, blocked by an
+        object kfed did not create, or in maintenance (any value of the annotation, so that
+        a mistyped one errs on the side of sending nothing)."""
+        if allowed is not None and name not in allowed:
+            return capacity.Candidate(
+                name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
+            )
+        remote = self.registry.remote(name)
+        if remote is None or not remote.connected:
+            return capacity.Candidate(name, False, "not connected")
+        if (blocked := self.look.blocked_reason(key, name)) is not None:
+            return capacity.Candidate(name, False, blocked)
+        if maintenance := self.look.maintenance(name):
+            return capacity.Candidate(name, False, f"in maintenance ({maintenance})")
+        return None
+
     def candidates(self, obj: Obj, clusters: list[str]) -> list[capacity.Candidate]:
         """Every worker of the config, evaluated for this workload."""
         request = self.request(obj)
         allowed = self.allowed(obj)
+        key = ws.key_of(obj)
         result = []
         for order, name in enumerate(clusters):
-            entry = self.registry.clusters.get(name)
-            remote = entry.remote if entry else None
-            maintenance = self.look.maintenance(name)
-            if allowed is not None and name not in allowed:
-                result.append(
-                    capacity.Candidate(
-                        name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
-                    )
+            refused = self.ineligible(key, name, allowed)
+            remote = self.registry.remote(name)
+            if refused is not None or remote is None:
+                result.append(refused or capacity.Candidate(name, False, "not connected"))
+                continue
+            result.append(
+                capacity.evaluate(
+                    self.worker_view(remote, order), request, self.state.flavors.cache
                 )
-            elif remote is None or not remote.connected:
-                result.append(capacity.Candidate(name, False, "not connected"))
-            elif (blocked := self.look.blocked_reason(ws.key_of(obj), name)) is not None:
-                result.append(capacity.Candidate(name, False, blocked))
-            elif maintenance in ("cordon", "drain"):
-                result.append(capacity.Candidate(name, False, f"in maintenance ({maintenance})"))
-            else:
-                result.append(
-                    capacity.evaluate(
-                        self.worker_view(remote, order), request, self.state.flavors.cache
-                    )
-                )
+            )
         return result
 
     # -- placing -------------------------------------------------------------------------
@@ -127,65 +137,101 @@ class Placer:
             return await self._place_capacity_aware(key, obj, check, clusters, copies)
         return await self._place_many(key, obj, check, clusters, copies)
 
+    def placed(self, placement: Placement, copy_: Obj | None, obj: Obj) -> choosing.Placed:
+        """The facts ``choosing.judge_placement`` needs about the worker a copy went to."""
+        remote = self.registry.remote(placement.cluster)
+        if copy_ is None:
+            state = choosing.CopyState.ABSENT
+        elif ws.is_evicted(copy_) or not ws.is_active(copy_):
+            state = choosing.CopyState.STOPPED
+        elif ws.is_admitted(copy_):
+            state = choosing.CopyState.ADMITTED
+        else:
+            state = choosing.CopyState.WAITING
+        reachable = remote is not None and remote.connected
+        may_move_in = 0.0
+        if remote is not None and not reachable:
+            may_move_in = self.look.may_move_at(remote, obj) - time.monotonic()
+        return choosing.Placed(placement.cluster, placement.deadline, reachable, state, may_move_in)
+
     async def _place_capacity_aware(
         self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
     ) -> float | None:
         record = self.records(key)
-        placement = record.placement
-        if placement is None and copies:
+        if record.placement is None and copies:
             # After a restart: a copy already exists; follow it.
-            cluster = sorted(copies)[0]
-            placement = Placement(
-                cluster, "", {}, time.monotonic() + self.settings.admission_timeout, "recovered"
+            record.placement = Placement(
+                sorted(copies)[0],
+                "",
+                {},
+                time.monotonic() + self.settings.admission_timeout,
+                "recovered",
             )
-            record.placement = placement
+        placement = record.placement
         if placement is not None:
-            remote = self.registry.remote(placement.cluster)
-            copy_ = copies.get(placement.cluster)
-            if remote is not None and remote.connected and copy_ is not None:
-                if ws.is_admitted(copy_) and not ws.is_evicted(copy_):
-                    return await self.write.won(key, obj, check, remote, copies)
-                if (
-                    time.monotonic() < placement.deadline
-                    and ws.is_active(copy_)
-                    and not ws.is_evicted(copy_)
-                ):
-                    return placement.deadline - time.monotonic()
-            elif remote is not None and remote.connected and time.monotonic() < placement.deadline:
-                return 0.5  # created, not seen by our informer yet
-            # Not admitted in time (or the worker went away): withdraw, try the next one.
-            self.stats.withdrawn += 1
-            record.tried.add(placement.cluster)
-            record.placement = None
-            if remote is not None and remote.connected:
-                await self.write.delete_copy(remote, key, obj)
-            elif remote is not None and not self.look.lost_long_enough(remote, obj):
-                # It may still admit and run it there: wait until it surely cannot.
-                record.placement = placement
-                return self.look.lost_remaining(remote, obj)
-            self.state.metrics.failover(placement.cluster, "retry")
-
-        candidates = self.candidates(obj, clusters)
-        tried = set(record.tried)
-        fresh = [c for c in candidates if c.cluster not in tried]
-        if not any(c.fits for c in fresh) and tried:
-            record.tried = set()  # every candidate had its turn: start over
-            fresh = candidates
-        best = capacity.choose(fresh)
-        if best is None:
-            record.waiting = True
-            reasons = "; ".join(c.describe() for c in candidates) or "no worker clusters configured"
-            if capacity.never_placeable(candidates):
-                return await self._unplaceable(record, obj, check, reasons)
-            record.unplaceable_since = None
-            await self.write.set_check(
-                obj, check, "Pending", f"no worker can admit it now: {reasons}"
+            verdict = choosing.judge_placement(
+                self.placed(placement, copies.get(placement.cluster), obj), time.monotonic()
             )
-            return self.look.unblocked_in(key)
-        record.waiting = False
-        record.unplaceable_since = None
+            match verdict.do:
+                case choosing.Verdict.WIN:
+                    remote = self.registry.remote(placement.cluster)
+                    assert remote is not None  # reachable
+                    return await self.write.won(key, obj, check, remote, copies)
+                case choosing.Verdict.WAIT:
+                    return verdict.after
+            await self._withdraw(key, obj, placement.cluster, delete=verdict.delete_copy)
+
+        facts = choosing.ChoosingFacts(
+            now=time.monotonic(),
+            candidates=tuple(self.candidates(obj, clusters)),
+            tried=frozenset(record.tried),
+            unplaceable_since=record.unplaceable_since,
+            dispatch_deadline=self.settings.dispatch_deadline,
+            unblocked_in=self.look.unblocked_in(key),
+        )
+        return await self._carry_out(key, obj, check, facts, choosing.choose(facts))
+
+    async def _withdraw(self, key: str, obj: Obj, cluster: str, *, delete: bool) -> None:
+        """Give up the copy sent to ``cluster``: it was not admitted in time, it stopped, or
+        the worker is gone (and surely runs nothing of it)."""
+        record = self.records(key)
+        self.stats.withdrawn += 1
+        record.tried.add(cluster)
+        record.placement = None
+        remote = self.registry.remote(cluster)
+        if delete and remote is not None:
+            await self.write.delete_copy(remote, key, obj)
+        self.state.metrics.failover(cluster, "retry")
+
+    async def _carry_out(
+        self, key: str, obj: Obj, check: str, facts: choosing.ChoosingFacts, choice: choosing.Choice
+    ) -> float | None:
+        record = self.records(key)
+        record.tried = set(choice.tried)
+        record.unplaceable_since = choice.unplaceable_since
+        record.waiting = choice.do is not choosing.Choose.PLACE
+        match choice.do:
+            case choosing.Choose.PENDING:
+                await self.write.set_check(obj, check, "Pending", choice.message)
+                return choice.after
+            case choosing.Choose.GIVE_BACK:
+                # The manager evicts it, which releases the quota, and requeues it with
+                # backoff, the reason kept in its Evicted condition.
+                log.info("workload %s: %s", ws.key_of(obj), choice.message)
+                self.stats.retries += 1
+                await self.write.set_check(obj, check, "Retry", choice.message)
+                return None
+        return await self._send(key, obj, check, facts, choice)
+
+    async def _send(
+        self, key: str, obj: Obj, check: str, facts: choosing.ChoosingFacts, choice: choosing.Choice
+    ) -> float | None:
+        """PLACE: send a copy to the chosen worker and note where and why."""
+        best = choice.best
+        assert best is not None
+        record = self.records(key)
         remote = self.registry.remote(best.cluster)
-        assert remote is not None
+        assert remote is not None  # a candidate that fits is connected
         usage = {}
         for (flavor, resource), amount in self.request(obj).usage.items():
             worker_flavor = best.flavors.get(flavor, flavor)
@@ -201,7 +247,7 @@ class Placer:
             "cluster": best.cluster,
             "reason": best.reason,
             "rule": RULE,
-            "candidates": [c.describe() for c in candidates],
+            "candidates": [c.describe() for c in facts.candidates],
             "at": time.time(),
         }
         spans.record(
@@ -214,51 +260,15 @@ class Placer:
                 "kfed.dispatch.reason": best.reason,
                 "kfed.dispatch.rule": RULE,
                 "kfed.dispatch.candidates": decision["candidates"],
-                "kfed.dispatch.tried_before": sorted(tried),
+                "kfed.dispatch.tried_before": sorted(facts.tried),
             },
         )
         if not await self.write.create_copy(remote, obj):
             record.placement = None
             return 1.0
         await self.write.annotate(obj, decision)
-        await self.write.set_check(
-            obj,
-            check,
-            "Pending",
-            f"dispatched to {best.cluster}: {best.reason}",
-            nominated=[best.cluster],
-        )
+        await self.write.set_check(obj, check, "Pending", choice.message, nominated=[best.cluster])
         return self.settings.admission_timeout
-
-    async def _unplaceable(
-        self, record: WorkloadRecord, obj: Obj, check: str, reasons: str
-    ) -> float | None:
-        """No worker can ever hold it as the workers are configured. It keeps its manager
-        quota for ``dispatch_deadline`` (a worker may be given the queue or flavor); then the
-        check goes Retry: the manager evicts it, which releases the quota, and requeues it
-        with backoff, the reason kept in its Evicted condition."""
-        deadline = self.settings.dispatch_deadline
-        if record.unplaceable_since is None:
-            record.unplaceable_since = time.monotonic()
-        left = deadline - (time.monotonic() - record.unplaceable_since)
-        if left > 0:
-            await self.write.set_check(
-                obj,
-                check,
-                "Pending",
-                f"no worker can ever admit it as configured: {reasons}; its quota is released "
-                f"{deadline:g}s after this was first seen (dispatch deadline) unless one can",
-            )
-            return left
-        record.unplaceable_since = None
-        message = (
-            f"no worker could admit it within the dispatch deadline of {deadline:g}s: {reasons}; "
-            "quota released, requeued"
-        )
-        log.info("workload %s: %s", ws.key_of(obj), message)
-        self.stats.retries += 1
-        await self.write.set_check(obj, check, "Retry", message)
-        return None
 
     async def _place_many(
         self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
@@ -279,15 +289,7 @@ class Placer:
                 return 1.0
             return await self.write.won(key, obj, check, remote, copies)
         allowed = self.allowed(obj)
-        usable = [
-            n
-            for n in clusters
-            if (allowed is None or n in allowed)
-            and self.look.maintenance(n) == ""
-            and self.look.blocked_reason(key, n) is None
-            and (r := self.registry.remote(n)) is not None
-            and r.connected
-        ]
+        usable = [n for n in clusters if self.ineligible(key, n, allowed) is None]
         if self.settings.dispatch_mode is DispatchMode.INCREMENTAL:
             record = self.records(key)
             step, started = record.round or (1, time.monotonic())

@@ -11,8 +11,6 @@ broken cluster gets Active=False with its reason and the others keep working.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import hashlib
 import logging
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api import constants as C
+from manager.api import federated
 from manager.controllers import conditions
 from manager.federation import kubeconfig
 from manager.federation.remote import RemoteCluster, cluster_identity
@@ -104,14 +103,8 @@ class ClusterRegistry:
         self._dirty.set()
 
     def _on_cluster_event(self, event: Event) -> None:
-        def mode(obj: Obj | None) -> str:
-            return str(
-                (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(
-                    C.MAINTENANCE_ANNOTATION, ""
-                )
-            )
-
-        if mode(event.obj) != mode(event.old) and self.on_maintenance is not None:
+        changed = federated.maintenance_of(event.obj) != federated.maintenance_of(event.old)
+        if changed and self.on_maintenance is not None:
             self.on_maintenance(event.key)
 
     def _notify(self) -> None:
@@ -290,20 +283,10 @@ class ClusterRegistry:
                 REASON_SECRET_NOT_FOUND,
                 f"Secret {self.settings.namespace}/{location} not found",
             )
-        data = (secret.get("data") or {}).get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
-        if not data:
-            return None, (
-                C.REASON_BAD_KUBECONFIG,
-                f"Secret {self.settings.namespace}/{location} has no key "
-                f"{C.MULTIKUEUE_KUBECONFIG_SECRET_KEY!r}",
-            )
         try:
-            return base64.b64decode(data).decode(), None
-        except (binascii.Error, UnicodeDecodeError):
-            return None, (
-                C.REASON_BAD_KUBECONFIG,
-                "the kubeconfig in the Secret is not valid base64 text",
-            )
+            return kubeconfig.from_secret(secret), None
+        except kubeconfig.KubeconfigRejected as err:
+            return None, (err.reason, str(err))
 
     async def _stop(self, entry: ClusterEntry) -> None:
         try:
@@ -337,6 +320,6 @@ class ClusterRegistry:
                     {"status": {"conditions": conds}},
                     subresource="status",
                 )
-                self.mk_clusters.cache[name] = written
+                self.mk_clusters.remember_written(name, obj, written)
             except errors.KubeError as err:
                 log.info("status of MultiKueueCluster %s not written: %s", name, err)

@@ -27,7 +27,7 @@ from manager.federation.settings import (
 )
 from manager.kube import errors, lease
 from manager.kube import resources as R
-from manager.kube.api import KubeApi
+from manager.kube.api import KubeApi, Obj
 from manager.kube.backoff import Backoff
 from manager.kube.informer import Informer
 from manager.kube.tasks import stop_tasks
@@ -57,6 +57,16 @@ class RefusedWorker(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+JOBS_BY_WORKLOAD = "workload"
+
+
+def _workload_of_job(job: Obj) -> list[str]:
+    """``namespace/name`` of the manager workload a Job of ours was made for."""
+    meta = job.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+    return [f"{meta.get('namespace')}/{name}"] if name else []
 
 
 @dataclass
@@ -115,6 +125,9 @@ class RemoteCluster:
             "jobs": Informer(self.api, R.JOBS, label_selector=origin),
             "leases": Informer(self.api, R.LEASES, namespace=ns),
         }
+        # Our Jobs there filed by the manager workload they were made for: finding them must
+        # not scan every Job of the worker.
+        self.informers["jobs"].add_index(JOBS_BY_WORKLOAD, _workload_of_job)
         # Wake-ups only for what can change a decision: lease renewals (ours every few
         # seconds, the shim's heartbeat) matter only when the shim comes or goes, and Jobs
         # are followed by the dispatcher itself.

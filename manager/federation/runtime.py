@@ -9,6 +9,7 @@ import contextlib
 import logging
 
 from manager.api import constants as C
+from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
@@ -98,21 +99,17 @@ class FederationController:
         state = self.manager.state
         while True:
             for ac in state.admission_checks.items():
-                spec = ac.get("spec") or {}
-                if spec.get("controllerName") != C.MULTIKUEUE_CONTROLLER_NAME:
+                if not federated.is_multikueue_check(ac):
                     continue
-                params = spec.get("parameters") or {}
-                if (
-                    params.get("kind") != "MultiKueueConfig"
-                    or self.registry.mk_configs.get(str(params.get("name"))) is None
-                ):
+                config = federated.config_name(ac)
+                if not config or self.registry.mk_configs.get(config) is None:
                     active, reason, message = (
                         False,
                         "BadConfig",
-                        f"MultiKueueConfig {params.get('name')!r} not found",
+                        f"MultiKueueConfig {config!r} not found",
                     )
                 else:
-                    names = self.registry.clusters_of_config(str(params["name"]))
+                    names = self.registry.clusters_of_config(config)
                     up = [
                         n
                         for n in names
@@ -141,5 +138,5 @@ class FederationController:
                             {"status": {"conditions": conds}},
                             subresource="status",
                         )
-                        state.admission_checks.cache[ac["metadata"]["name"]] = written
+                        state.admission_checks.remember_written(ac["metadata"]["name"], ac, written)
             await asyncio.sleep(1.0)

@@ -33,8 +33,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from manager.api import federated
 from manager.api.constants import (
-    MULTIKUEUE_CONTROLLER_NAME,
     MULTIKUEUE_MANAGED_BY,
     PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
@@ -254,12 +254,10 @@ class ClusterStateQueues:
         cluster_queue = self.state.cluster_queue_of(namespace, queue_name)
         if cluster_queue is None:
             return None
-        name = str((cluster_queue.get("metadata") or {}).get("name", ""))
-        for check_name in self.state.admission_check_names(name):
-            check = self.state.admission_checks.get(check_name) or {}
-            if (check.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER_NAME:
-                return True
-        return False
+        found = federated.federation_of(
+            cluster_queue, self.state.admission_checks.get, lambda _: None
+        )
+        return found is not None
 
 
 # -- HTTP ----------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ class Event:
 
 
 Handler = Callable[[Event], Awaitable[None] | None]
+IndexFunc = Callable[[Obj], list[str]]
+"""The values an object is filed under in one index (client-go's ``IndexFunc``)."""
 
 
 @dataclass
@@ -81,6 +83,8 @@ class Informer:
         self.stats = InformerStats()
         self._handlers: list[Handler] = []
         self._resource_version = ""
+        self._index_funcs: dict[str, IndexFunc] = {}
+        self._indices: dict[str, dict[str, set[str]]] = {}
 
     def __repr__(self) -> str:
         return f"<Informer {self.api.name}/{self.resource.plural}>"
@@ -94,13 +98,56 @@ class Informer:
     def items(self) -> list[Obj]:
         return list(self.cache.values())
 
+    # -- indices: find objects by a derived value without scanning the cache ----------------
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        """File every object under ``func(obj)`` in index ``name``, kept in step with the
+        cache (as client-go's Indexer); add indices before the informer runs."""
+        self._index_funcs[name] = func
+        index = self._indices[name] = {}
+        for key, obj in self.cache.items():
+            for value in func(obj):
+                index.setdefault(value, set()).add(key)
+
+    def by_index(self, name: str, value: str) -> list[Obj]:
+        """The cached objects filed under ``value`` in index ``name``, in key order."""
+        keys = self._indices[name].get(value) or set()
+        return [self.cache[k] for k in sorted(keys) if k in self.cache]
+
+    def _store(self, key: str, obj: Obj) -> Obj | None:
+        old = self.cache.get(key)
+        self.cache[key] = obj
+        if self._index_funcs:
+            self._unfile(key, old)
+            for name, func in self._index_funcs.items():
+                for value in func(obj):
+                    self._indices[name].setdefault(value, set()).add(key)
+        return old
+
+    def _drop(self, key: str) -> Obj | None:
+        old = self.cache.pop(key, None)
+        self._unfile(key, old)
+        return old
+
+    def _unfile(self, key: str, old: Obj | None) -> None:
+        if old is None:
+            return
+        for name, func in self._index_funcs.items():
+            index = self._indices[name]
+            for value in func(old):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+
     def remember_written(self, key: str, base: Obj | None, written: Obj) -> bool:
         """Put an object we just wrote into the cache ahead of its watch event, unless an
         event replaced ``base`` (what the write was computed from) meanwhile: that event is
         our own write's or a newer one, and must not be overwritten with an older copy."""
         if self.cache.get(key) is not base:
             return False
-        self.cache[key] = written
+        self._store(key, written)
         return True
 
     async def run(self) -> None:
@@ -140,10 +187,11 @@ class Informer:
         self._resource_version = listing["metadata"]["resourceVersion"]
         fresh = {key_of(obj): _with_kind(obj, self.resource) for obj in listing["items"]}
         for key in [k for k in self.cache if k not in fresh]:
-            await self._emit(Event("DELETED", key, self.cache.pop(key)))
+            gone = self._drop(key)
+            assert gone is not None
+            await self._emit(Event("DELETED", key, gone))
         for key, obj in fresh.items():
-            old = self.cache.get(key)
-            self.cache[key] = obj
+            old = self._store(key, obj)
             if old is None:
                 await self._emit(Event("ADDED", key, obj))
             elif _rv(old) != _rv(obj):
@@ -187,11 +235,10 @@ class Informer:
         if rv:
             self._resource_version = rv
         if kind == "DELETED":
-            old = self.cache.pop(key, None)
+            old = self._drop(key)
             await self._emit(Event("DELETED", key, obj, old))
         else:
-            old = self.cache.get(key)
-            self.cache[key] = obj
+            old = self._store(key, obj)
             await self._emit(Event("ADDED" if old is None else "MODIFIED", key, obj, old))
 
     async def _emit(self, event: Event) -> None:

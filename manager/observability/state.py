@@ -21,7 +21,7 @@ from typing import Any
 
 from manager import core
 from manager.api import constants as C
-from manager.api import quantity
+from manager.api import federated, quantity
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
@@ -395,11 +395,7 @@ def cluster_rows(federation: FederationController) -> list[ClusterRow]:
                 active=active,
                 reason=reason,
                 message=message,
-                maintenance=str(
-                    ((mk.get("metadata") or {}).get("annotations") or {}).get(
-                        C.MAINTENANCE_ANNOTATION, ""
-                    )
-                ),
+                maintenance=federated.maintenance_of(mk),
                 can_fence=remote.can_fence if remote is not None else False,
                 free=capacity.free_quota(dispatcher.worker_view(remote, 0))
                 if remote is not None and remote.connected

@@ -177,4 +177,33 @@ def test_a_job_the_manager_can_never_admit_is_an_error(kfed: Kfed, federation: F
     )
     assert result.exit_code == 1
     assert "the manager would never admit Job" in result.stderr
-    assert "16 nvidia.com/gpu requested, nominal quota 8" in result.stderr
+    # The manager's admission core's own words.
+    assert f"insufficient quota for nvidia.com/gpu in flavor {f.h100}: 16 requested" in (
+        result.stderr
+    )
+    assert "can get at most 8 even when its cohort is idle" in result.stderr
+
+
+def test_the_managers_admitted_workloads_hold_its_quota(
+    kfed: Kfed, manager: Kube, cleanup: Cleanup, unique: str, federation: Federation
+) -> None:
+    """The manager's admission core decides on the workloads holding quota there: with 4 of
+    its 8 h100 GPUs reserved, 6 more wait in its queue (the worker would have room)."""
+    f = federation
+    manager.create(R.WORKLOADS, objects.workload(f.ns, "running", "gpu-lq"))
+    cleanup.add(manager, R.WORKLOADS, "running", f.ns)
+    status = objects.reserved_status(
+        f"cq-{unique}", f.h100, f"mk-{unique}", state="Ready", message="admitted"
+    )
+    manager.patch_status(R.WORKLOADS, "running", status, f.ns)
+
+    prediction = _whatif(kfed, objects.job_yaml(f.ns, "six", gpus=6, model=f.h100))
+    assert prediction["manager_outcome"] == "waits"
+    assert prediction["manager_fits_now"] is False
+    assert prediction["manager_flavors"] == {"cpu": f.h100, "nvidia.com/gpu": f.h100}
+    assert (
+        f"insufficient unused quota for nvidia.com/gpu in flavor {f.h100}: 6 requested, "
+        "4 available" in str(prediction["manager_reason"])
+    )
+    assert prediction["chosen"] == f.w2
+    assert str(prediction["verdict"]).endswith("(once the manager's queue has quota for it)")

@@ -9,7 +9,7 @@ import pytest
 
 from manager.api import constants as C
 from manager.cli.common import EXIT_USAGE, CliError
-from manager.cli.jobfiles import parse_jobs, pod_set, prepare
+from manager.cli.jobfiles import parse_jobs, prepare
 
 LIGHT_JOB = textwrap.dedent(
     """
@@ -104,17 +104,3 @@ def test_prepare_defaults_the_namespace_and_overrides_an_explicit_unsuspend() ->
     assert ready["metadata"]["namespace"] == "default"
     assert ready["spec"]["suspend"] is True
     assert len(warnings) == 1 and "suspend: false" in warnings[0]
-
-
-def test_the_pod_set_is_what_the_manager_counts() -> None:
-    [job] = parse_jobs(LIGHT_JOB, "job.yaml")
-    ps = pod_set(job)
-    assert ps.count == 2
-    assert ps.requests == {"cpu": 2000, "memory": 4 * 2**30, "nvidia.com/gpu": 1}
-    assert dict(ps.node_selector) == {"gpu.model": "rtx-a1000"}
-
-
-def test_completions_below_parallelism_limit_the_count() -> None:
-    [job] = parse_jobs(LIGHT_JOB, "job.yaml")
-    job["spec"]["completions"] = 1
-    assert pod_set(job).count == 1

@@ -1,0 +1,119 @@
+"""Is a ClusterQueue federated, through which check, to which worker clusters: the one answer
+every part of kfed asks (admission, dispatch, webhook, CLI, dashboard).
+
+Upstream's rules: a ClusterQueue's checks are ``spec.admissionChecksStrategy.admissionChecks``
+(v1beta2 has no ``spec.admissionChecks`` list); a check is MultiKueue's when its
+``spec.controllerName`` is ``kueue.x-k8s.io/multikueue``, and its parameters name a
+MultiKueueConfig, whose ``spec.clusters`` are the workers. Two MultiKueue checks on one
+ClusterQueue, or one limited to some flavors (``onFlavors``), is a misconfiguration that keeps
+the ClusterQueue inactive: part of its workloads would otherwise run on the manager itself.
+
+The functions read objects through lookups (name -> object or None), so informer caches and
+a CLI's one-off LISTs give the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from manager.api import constants as C
+
+Obj = dict[str, Any]
+Lookup = Callable[[str], Obj | None]
+
+
+def _spec(obj: Obj | None) -> dict[str, Any]:
+    return (obj or {}).get("spec") or {}
+
+
+def check_rules(cluster_queue: Obj | None) -> list[dict[str, Any]]:
+    """The ClusterQueue's ``admissionChecksStrategy.admissionChecks`` entries, in order."""
+    strategy = _spec(cluster_queue).get("admissionChecksStrategy") or {}
+    return [rule for rule in strategy.get("admissionChecks") or [] if rule.get("name")]
+
+
+def check_names(cluster_queue: Obj | None) -> list[str]:
+    """The checks every workload of this ClusterQueue must pass."""
+    return [str(rule["name"]) for rule in check_rules(cluster_queue)]
+
+
+def is_multikueue_check(admission_check: Obj | None) -> bool:
+    return _spec(admission_check).get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME
+
+
+def config_name(admission_check: Obj | None) -> str:
+    """The MultiKueueConfig a MultiKueue check names ("" when its parameters name none)."""
+    params = _spec(admission_check).get("parameters") or {}
+    if params.get("kind") != "MultiKueueConfig":
+        return ""
+    return str(params.get("name") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Federation:
+    check: str
+    """The ClusterQueue's MultiKueue AdmissionCheck."""
+    config: str
+    """The MultiKueueConfig it names ("" when none)."""
+    clusters: tuple[str, ...]
+    """The config's workers in its order (empty when the config is missing)."""
+    problem: tuple[str, str] | None
+    """(reason, message) when the ClusterQueue is misconfigured for MultiKueue."""
+
+
+def configuration_problem(
+    cluster_queue: Obj | None, admission_check: Lookup
+) -> tuple[str, str] | None:
+    """Upstream's two MultiKueue misconfigurations, with its reasons and messages."""
+    multikueue = [
+        rule
+        for rule in check_rules(cluster_queue)
+        if is_multikueue_check(admission_check(rule["name"]))
+    ]
+    if len(multikueue) > 1:
+        return (
+            C.REASON_MULTIPLE_MULTIKUEUE_CHECKS,
+            "Can't admit new workloads: Cannot use multiple MultiKueue AdmissionChecks on "
+            f"the same ClusterQueue, found: {','.join(r['name'] for r in multikueue)}.",
+        )
+    per_flavor = [str(rule["name"]) for rule in multikueue if rule.get("onFlavors")]
+    if per_flavor:
+        return (
+            C.REASON_MULTIKUEUE_CHECK_PER_FLAVOR,
+            "Can't admit new workloads: Cannot specify MultiKueue AdmissionCheck per "
+            f"flavor, found: {','.join(per_flavor)}.",
+        )
+    return None
+
+
+def federation_of(
+    cluster_queue: Obj | None, admission_check: Lookup, multikueue_config: Lookup
+) -> Federation | None:
+    """The ClusterQueue's federation (its first MultiKueue check), or None when its workloads
+    run on the manager."""
+    for name in check_names(cluster_queue):
+        check = admission_check(name)
+        if not is_multikueue_check(check):
+            continue
+        config = config_name(check)
+        clusters = _spec(multikueue_config(config) if config else None).get("clusters") or []
+        return Federation(
+            name,
+            config,
+            tuple(str(c) for c in clusters),
+            configuration_problem(cluster_queue, admission_check),
+        )
+    return None
+
+
+def maintenance_of(multikueue_cluster: Obj | None) -> str:
+    """A worker's maintenance mode from kfed's ``kfed.io/maintenance`` annotation: "" (none),
+    ``cordon`` or ``drain``. Any other value counts as ``cordon``: a mistyped value errs on
+    the side of sending nothing there, and every part of kfed reads it the same way."""
+    value = ((multikueue_cluster or {}).get("metadata") or {}).get("annotations") or {}
+    mode = str(value.get(C.MAINTENANCE_ANNOTATION) or "")
+    if mode in ("", C.MAINTENANCE_DRAIN):
+        return mode
+    return C.MAINTENANCE_CORDON

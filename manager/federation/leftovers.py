@@ -1,0 +1,78 @@
+"""Which of our objects on a worker are leftovers: pure. Facts about a remote copy (or one of
+our Jobs there) and its manager workload in, a verdict out; ``collecting.Collector`` gathers
+the facts and carries the verdicts out.
+
+A copy is judged in one of two moments:
+
+- ``RETURNING``: the worker was lost and is back, before anything else happens there. Only
+  a copy the manager still places there is kept: everything else was moved, finished or
+  given up while the worker could not be told;
+- ``SWEEP``: the periodic garbage collection, while the worker is connected. Copies of
+  workloads still being placed are the dispatcher's business (AllAtOnce keeps one on every
+  worker); only a copy whose workload is gone, finished, or running on another worker is
+  removed.
+
+In both, a copy that finished while the manager did not see it is never removed: the run it
+records is the job's result, and the reconcile copies it first (``RECORD``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Moment(StrEnum):
+    RETURNING = "returning"
+    SWEEP = "sweep"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadFacts:
+    """The manager workload a remote object was made for, as the manager sees it."""
+
+    exists: bool = True
+    finished: bool = False
+    holds_quota: bool = True
+    """Its quota is reserved on the manager (it is being placed or runs)."""
+    runs_on: str = ""
+    """The worker its MultiKueue check is Ready on ("" while it is being placed)."""
+    placed_on: frozenset[str] = frozenset()
+    """The workers it runs on or a copy was sent to (``status.clusterName``, the
+    capacity-aware placement)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CopyFacts:
+    worker: str
+    finished: bool = False
+    """The copy says its Job finished there."""
+    active: bool = True
+
+
+class Verdict(StrEnum):
+    KEEP = "keep"
+    DELETE = "delete"
+    RECORD = "record"
+    """It finished unseen: let the reconcile record the run (it never runs again)."""
+
+
+def judge_copy(moment: Moment, copy: CopyFacts, workload: WorkloadFacts) -> Verdict:
+    if copy.finished and workload.exists and not workload.finished:
+        return Verdict.RECORD
+    if not workload.exists or workload.finished:
+        return Verdict.DELETE
+    if moment is Moment.RETURNING:
+        still_there = workload.holds_quota and copy.worker in workload.placed_on
+        return Verdict.KEEP if still_there and copy.active else Verdict.DELETE
+    moved = bool(workload.runs_on) and workload.runs_on != copy.worker
+    return Verdict.DELETE if moved else Verdict.KEEP
+
+
+def job_is_orphan(*, deleting: bool, copy_exists: bool, workload: WorkloadFacts) -> bool:
+    """One of our Jobs on a worker whose copy is gone there, and whose manager workload is
+    gone or finished (left by a copy deleted while the worker was unreachable, or by an
+    earlier registration): it would block a same-named Job submitted again."""
+    if deleting or copy_exists:
+        return False
+    return not workload.exists or workload.finished
