@@ -8,5 +8,6 @@ docs/performance-federation.md for how to read the figures.
 - ``processes``: kfed's manager and shims as subprocesses, their HTTP endpoints;
 - ``recorder`` / ``dispatchrun``: one dispatch mode, measured from outside;
 - ``doublerun`` / ``drills``: the partition drills;
+- ``apirequests``: every apiserver's requests per workload, net of an idle window;
 - ``stats``, ``managermetrics``, ``report``: the figures and their table and JSON.
 """

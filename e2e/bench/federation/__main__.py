@@ -10,7 +10,9 @@ worker-3 both), kfed's worker shims and manager as real processes, and then:
    a clean namespace): the same --jobs Jobs, half per GPU flavor, at --rate per second.
    Measured from outside with watches on every cluster: dispatch latency from the manager's
    quota reservation to the remote copy's admission (p50, p99), remote Workloads created
-   per workload, the manager's CPU seconds (and every other process's);
+   per workload, the manager's CPU seconds (and every other process's), and the API requests
+   each cluster's kube-apiserver served per workload (manager, each worker, the chosen
+   worker), net of the background measured in an idle window just before submitting;
 2. --drills partition drills: time from cutting the manager's link to a worker to the
    probe Job running on another worker (p50, max), and double runs (must be 0).
 
@@ -73,6 +75,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="Jobs submitted per second (default 4: below what 2 cores sustain in AllAtOnce)",
     )
     p.add_argument("--runtime-ms", type=count, default=2000, help="how long kwok runs each pod")
+    p.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=None,
+        help="idle window before each mode's submissions, for the background API requests "
+        "(default: the submission time, at most 60 s; 0: none)",
+    )
     p.add_argument("--drills", type=count, default=10, help="partition drills")
     p.add_argument(
         "--modes",
@@ -108,6 +117,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             f"unknown dispatch mode {', '.join(unknown)}; known: {', '.join(MODES)}, incremental"
         )
     args.modes = modes
+    if args.idle_seconds is None:
+        args.idle_seconds = min(60.0, args.jobs / args.rate)
+    if args.idle_seconds < 0:
+        p.error(f"--idle-seconds must be 0 or more, got {args.idle_seconds}")
     return args
 
 
@@ -121,6 +134,7 @@ def settings_of(
         "flavors": list(jobs.FLAVORS),
         "modes": args.modes,
         "drills": args.drills,
+        "idle_window_seconds": args.idle_seconds,
         "drill_failover": "default" if args.default_failover else "fast",
         "timeout_seconds": args.timeout,
         "extra_manager_flags": args.manager_flag,
@@ -152,6 +166,7 @@ async def run(bed: Bed, args: argparse.Namespace, shape: jobs.JobShape, out: rep
                     timeout=args.timeout,
                     results=out.modes,
                     extra=args.manager_flag,
+                    idle_seconds=args.idle_seconds,
                 )
         if args.drills:
             manager_argv, out.drills = drills.plan(

@@ -12,6 +12,7 @@ workers' Secrets are re-applied with the proxies' addresses.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -23,7 +24,7 @@ import yaml
 
 from e2e import binaries
 from e2e.bench import procstats
-from e2e.bench.federation import processes, topology
+from e2e.bench.federation import apirequests, processes, topology
 from e2e.bench.federation.topology import Applied, Topology
 from e2e.local.crds import install_crds
 from e2e.local.federation import MANAGER, LocalFederation, worker_names
@@ -178,6 +179,21 @@ class Bed:
             proxy.stop()
         self.fed.down()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- API requests -------------------------------------------------------------------
+
+    async def api_requests(self) -> dict[str, apirequests.Snapshot]:
+        """Every cluster's ``apiserver_request_total`` now (read in threads, at once)."""
+
+        def read(name: str) -> apirequests.Snapshot:
+            status, body = self.fed.cluster(name).api_get("/metrics", timeout=30)
+            if status != 200:
+                raise RuntimeError(f"{name}: GET /metrics answered {status}")
+            return apirequests.parse(body.decode())
+
+        names = [MANAGER, *self.workers]
+        reads = await asyncio.gather(*(asyncio.to_thread(read, n) for n in names))
+        return dict(zip(names, reads, strict=True))
 
     # -- CPU -----------------------------------------------------------------------------
 

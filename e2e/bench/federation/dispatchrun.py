@@ -1,8 +1,9 @@
 """One dispatch mode, measured: start the manager in that mode, watch the manager and the
-workers, submit the Jobs at a steady rate, wait until every workload has finished and its
-remote copies are gone, read the CPU time of every process and the manager's metrics, then
-clean the namespace everywhere and stop the manager (the next mode starts a fresh one on
-equal ground)."""
+workers, wait an idle window with nothing submitted, submit the Jobs at a steady rate, wait
+until every workload has finished and its remote copies are gone, read the CPU time of every
+process, every apiserver's request counter (also before and after the idle window: its
+background) and the manager's metrics, then clean the namespace everywhere and stop the
+manager (the next mode starts a fresh one on equal ground)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 
-from e2e.bench.federation import managermetrics, processes
+from e2e.bench.federation import apirequests, managermetrics, processes
 from e2e.bench.federation.bed import Bed
 from e2e.bench.federation.jobs import BENCH_LABEL, NAMESPACE, submission_offsets
 from e2e.bench.federation.recorder import DispatchRecorder
@@ -154,6 +155,11 @@ async def wait_done(
     return False
 
 
+def _per(cluster: apirequests.ClusterRequests) -> str:
+    net = cluster.per_workload(cluster.net())
+    return "n/a" if net is None else f"{net:.1f}"
+
+
 async def run_mode(
     bed: Bed,
     mode: str,
@@ -163,6 +169,7 @@ async def run_mode(
     timeout: float,
     results: list[ModeResult],
     extra: Sequence[str] = (),
+    idle_seconds: float = 0.0,
 ) -> None:
     """Appends the mode's result to ``results`` as soon as it is measured, so that it is
     reported even if cleaning up afterwards fails."""
@@ -177,9 +184,17 @@ async def run_mode(
         await watches.start()
         try:
             say(
-                f"-- {mode}: manager ready (pid {manager.pid}); "
-                f"submitting {len(jobs)} jobs at {rate}/s"
+                f"-- {mode}: manager ready (pid {manager.pid}); idle for {idle_seconds:.0f}s "
+                "(the background of API requests and CPU)"
             )
+            # The idle window: the background every apiserver serves with no workload.
+            idle_reads = await bed.api_requests()
+            idle_from, idle_cpu_before = time.monotonic(), bed.cpu_seconds(manager)
+            await asyncio.sleep(idle_seconds)  # a window of fixed length, not a condition
+            idle_cpu_after = bed.cpu_seconds(manager)
+            reads_before = await bed.api_requests()
+            idle_to = time.monotonic()
+            say(f"   submitting {len(jobs)} jobs at {rate}/s")
             cpu_before = bed.cpu_seconds(manager)
             started = time.monotonic()
             submit_seconds = await submit(bed.manager, jobs, rate, recorder)
@@ -192,12 +207,22 @@ async def run_mode(
             )
             done = time.monotonic()
             cpu_after = bed.cpu_seconds(manager)
+            reads_after = await bed.api_requests()
+            window_to = time.monotonic()
             metrics_text = await processes.get_text(f"http://127.0.0.1:{port}/metrics")
             leftover = watches.leftover_copies()
         finally:
             await watches.stop()
         if not manager.alive:
             raise RuntimeError(f"the manager exited during the run:\n{manager.log_tail(30)}")
+        requests = apirequests.ApiRequests.of(
+            {c: (idle_reads[c], reads_before[c], reads_after[c]) for c in reads_after},
+            manager=MANAGER,
+            workloads=len(recorder.submitted_at),
+            placements=recorder.placements(),
+            idle_seconds=idle_to - idle_from,
+            window_seconds=window_to - idle_to,
+        )
         result = ModeResult(
             mode=mode,
             manager_args=args[2:],  # without the kubeconfig path
@@ -222,12 +247,21 @@ async def run_mode(
             negative_latencies=recorder.negative_latencies,
             unfinished=recorder.unfinished(),
             leftover_copies=leftover,
+            api_requests=requests,
+            idle_cpu_seconds={
+                k: idle_cpu_after[k] - idle_cpu_before.get(k, 0.0) for k in idle_cpu_after
+            },
         )
         say(
             f"   {mode}: {result.finished}/{len(jobs)} finished in {result.wall_seconds:.1f}s; "
             f"dispatch p50 {result.dispatch.p50:.3f}s p99 {result.dispatch.p99:.3f}s; "
             f"{result.copies_per_workload:.2f} copies per workload; "
             f"manager CPU {result.manager_cpu:.1f}s"
+        )
+        chosen = requests.chosen_worker()
+        say(
+            f"   API requests per workload: manager {_per(requests.manager)}, "
+            f"chosen worker {_per(chosen)} (net of the idle background)"
         )
         results.append(result)
         say("   cleaning the namespace on every cluster")

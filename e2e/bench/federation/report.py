@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from e2e.bench.federation.apirequests import ApiRequests
 from e2e.bench.federation.managermetrics import ManagerMetrics
 from e2e.bench.federation.stats import Summary
 
@@ -59,6 +60,10 @@ class ModeResult:
     """The first workloads that did not finish, and where their copies were."""
     leftover_copies: list[str] = field(default_factory=list)
     """``worker: namespace/name`` of remote copies still there at the end."""
+    api_requests: ApiRequests | None = None
+    """Every apiserver's requests in the measured window and in an idle one before it."""
+    idle_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """Per process group, over the idle window (the manager ready, nothing submitted)."""
 
     @property
     def copies_per_workload(self) -> float:
@@ -108,6 +113,8 @@ class ModeResult:
             "copies_seen_admitted_before_reservation": self.negative_latencies,
             "unfinished": self.unfinished,
             "leftover_copies": self.leftover_copies,
+            "api_requests": self.api_requests.to_json() if self.api_requests else None,
+            "idle_cpu_seconds": {k: round(v, 2) for k, v in self.idle_cpu_seconds.items()},
         }
 
 
@@ -292,6 +299,56 @@ def dispatch_table(modes: list[ModeResult]) -> Table:
     return table
 
 
+def _opt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def requests_table(mode: str, requests: ApiRequests) -> Table:
+    table = Table(
+        title=(
+            f"API requests per workload, {mode}: window {requests.window_seconds:.0f} s, "
+            f"background from an idle window of {requests.idle_seconds:.0f} s before it"
+        ),
+        title_justify="left",
+    )
+    for name in ("cluster", "workloads", "requests", "background", "net", "per wl", "net per wl"):
+        table.add_column(name, justify="left" if name == "cluster" else "right")
+    for c in requests.rows():
+        table.add_row(
+            c.name,
+            str(c.workloads),
+            str(c.requests),
+            f"{c.background():.0f}",
+            f"{c.net():.0f}",
+            _opt(c.per_workload(c.requests)),
+            _opt(c.per_workload(c.net())),
+        )
+    return table
+
+
+def requests_notes(requests: ApiRequests) -> list[str]:
+    lines = [
+        "counted: every request each kube-apiserver served (kfed, the benchmark's 1 POST jobs "
+        "per workload on the manager and its watches, controller-manager, scheduler, kwok); "
+        "WATCH counted when it ends; background = the idle window's rate x the window; "
+        "net = requests - background; chosen worker = the workers that ran workloads over "
+        "the workloads they ran; workers (all) = every worker over every workload",
+    ]
+    for c in requests.rows():
+        top = ", ".join(f"{k} {v:.2f}" for k, v in c.top(6))
+        if top:
+            lines.append(f"  net per workload, {c.name}: {top}")
+    for c in [requests.manager, *requests.workers]:
+        idle = ", ".join(f"{k} {v:.2f}" for k, v in c.top_background())
+        rate = c.background() / requests.window_seconds if requests.window_seconds > 0 else 0.0
+        lines.append(f"  idle {c.name}: {rate:.1f} requests/s ({idle})")
+    for c in [requests.manager, *requests.workers]:
+        failed = sorted(c.measured.failed.items(), key=lambda kv: -kv[1])[:4]
+        if failed:
+            lines.append(f"  failed {c.name}: " + ", ".join(f"{k} x{v}" for k, v in failed))
+    return lines
+
+
 def drills_table(result: DrillsResult) -> Table:
     table = Table(
         title="partition drills: cut -> running elsewhere (never twice)", title_justify="left"
@@ -328,6 +385,11 @@ def render(report: Report, *, width: int = 110) -> str:
     console = Console(file=buffer, width=width, record=True, force_terminal=False)
     if report.modes:
         console.print(dispatch_table(report.modes))
+    for m in report.modes:
+        if m.api_requests is not None:
+            console.print(requests_table(m.mode, m.api_requests))
+            for line in requests_notes(m.api_requests):
+                console.print(line)
     for m in report.modes:
         for straggler in m.unfinished[:3]:
             console.print(f"{m.mode}: did not finish: {json.dumps(straggler)}")
