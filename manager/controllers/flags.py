@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from manager import core
+from manager.controllers.jobkinds import registry as jobkinds
 from manager.controllers.settings import ControllerSettings
 
 _STRATEGIES = [s.value for s in core.FairSharingStrategy]
@@ -31,6 +32,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated, in order, from {', '.join(_STRATEGIES)} (Kueue's "
         "fairSharing.preemptionStrategies); only with --fair-sharing",
     )
+    parser.add_argument(
+        "--integrations",
+        default=",".join(d.integrations),
+        metavar="LIST",
+        help=f"comma-separated kinds of job to queue, from {', '.join(jobkinds.KINDS)} "
+        "(Kueue's integrations.frameworks); batch/job is always on, another kind starts "
+        "once its CRD is served",
+    )
 
 
 def controller_settings_from(args: argparse.Namespace, *, role: str) -> ControllerSettings:
@@ -48,4 +57,11 @@ def controller_settings_from(args: argparse.Namespace, *, role: str) -> Controll
         fair_sharing = core.FairSharingConfig(
             preemption_strategies=tuple(core.FairSharingStrategy(n) for n in names)
         )
-    return ControllerSettings(workers=args.workers, role=role, fair_sharing=fair_sharing)
+    integrations = tuple(n.strip() for n in args.integrations.split(",") if n.strip())
+    try:
+        jobkinds.parse(integrations)
+    except ValueError as err:
+        raise ValueError(f"--integrations: {err}") from None
+    return ControllerSettings(
+        workers=args.workers, role=role, fair_sharing=fair_sharing, integrations=integrations
+    )

@@ -13,12 +13,15 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from manager.controllers.admission import AdmissionLoop
+from manager.controllers.jobkinds import registry as jobkinds
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobs import JobController
 from manager.controllers.queuestatus import QueueStatusWriter
 from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
 from manager.controllers.workloads import WorkloadController
-from manager.kube import errors
+from manager.kube import discovery, errors
 from manager.kube.api import KubeApi
 from manager.kube.tasks import stop_tasks
 from manager.kube.workqueue import QueueClosed, WorkQueue
@@ -71,10 +74,55 @@ class ClusterController:
         self.workloads = WorkloadController(self.state, self.admission, self.settings)
         self.admission.resync = self.workloads.queue.add
         self.jobs = JobController(self.state, role=self.settings.role)
+        """The batch/v1 Job controller (always on)."""
+        self.job_controllers = [self.jobs]
+        self._kinds_to_find = [
+            k for k in jobkinds.parse(self.settings.integrations) if k is not BATCH_JOB
+        ]
+        """Kinds asked for whose CRD is not served yet."""
+        self._late_tasks: list[asyncio.Task[None]] = []
         self.queue_status = QueueStatusWriter(self.state, self.settings.status_period)
         self.synced = asyncio.Event()
 
+    async def _served_kinds(self) -> list[JobKind]:
+        """The kinds still to find whose CRD is served now (one discovery read each)."""
+        found = []
+        for kind in list(self._kinds_to_find):
+            try:
+                if await discovery.serves(self.state.api, kind.resource):
+                    found.append(kind)
+            except errors.KubeError as err:
+                log.info("cannot tell whether %s is served yet: %s", kind.resource.kind, err)
+        return found
+
+    def _enable(self, kind: JobKind) -> JobController:
+        self._kinds_to_find.remove(kind)
+        jobs = self.state.add_job_kind(kind)
+        controller = JobController(self.state, role=self.settings.role, kind=kind, jobs=jobs)
+        self.workloads.follow_jobs(kind, jobs)
+        self.job_controllers.append(controller)
+        log.info("queueing %s (%s)", kind.resource.kind, kind.resource.api_version)
+        return controller
+
+    def _workers_of(self, controller: JobController) -> asyncio.Task[None]:
+        return asyncio.create_task(
+            run_workers(controller.queue, controller.reconcile, self.settings.workers),
+            name=repr(controller),
+        )
+
+    async def _find_kinds_later(self) -> None:
+        """A kind whose CRD is installed after the start is queued from then on."""
+        while self._kinds_to_find:
+            await asyncio.sleep(self.settings.job_kind_discovery_seconds)
+            for kind in await self._served_kinds():
+                controller = self._enable(kind)
+                jobs = self.state.job_kinds[kind]
+                self._late_tasks.append(asyncio.create_task(jobs.run(), name=repr(jobs)))
+                self._late_tasks.append(self._workers_of(controller))
+
     async def run(self) -> None:
+        for kind in await self._served_kinds():
+            self._enable(kind)
         tasks = [asyncio.create_task(i.run(), name=repr(i)) for i in self.state.informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self.state.informers))
@@ -92,15 +140,14 @@ class ClusterController:
                     ),
                     name="workloads",
                 ),
-                asyncio.create_task(
-                    run_workers(self.jobs.queue, self.jobs.reconcile, self.settings.workers),
-                    name="jobs",
-                ),
+                *(self._workers_of(c) for c in self.job_controllers),
                 asyncio.create_task(self.queue_status.run(), name="queue-status"),
+                asyncio.create_task(self._find_kinds_later(), name="job-kinds"),
             ]
             self.state.kick()
             await asyncio.gather(*tasks)
         finally:
             self.workloads.queue.close()
-            self.jobs.queue.close()
-            await stop_tasks(tasks)
+            for controller in self.job_controllers:
+                controller.queue.close()
+            await stop_tasks(tasks + self._late_tasks)

@@ -34,5 +34,14 @@ class ControllerSettings:
     cluster's controllers record in each workload's trace."""
     fair_sharing: FairSharingConfig | None = None
     """Kueue's fair sharing (``--fair-sharing``): off unless asked for, as in Kueue."""
+    integrations: tuple[str, ...] = (
+        "batch/job",
+        "jobset.x-k8s.io/jobset",
+        "ray.io/raycluster",
+    )
+    """Kinds of job to queue (Kueue's ``integrations.frameworks``; ``jobkinds/registry.py``).
+    ``batch/job`` is always on; another kind starts once its CRD is served."""
+    job_kind_discovery_seconds: float = 30.0
+    """How often a kind whose CRD is not installed yet is looked for again."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's manageJobsWithoutQueueName: off, so a Job without the label is left alone."""

@@ -23,6 +23,8 @@ from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
 from manager.controllers import convert
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.informer import Event, Informer
@@ -61,6 +63,9 @@ class ClusterState:
         self.admission_checks = informer(R.ADMISSION_CHECKS)
         self.workloads = informer(R.WORKLOADS)
         self.jobs = informer(R.JOBS)
+        self.job_kinds: dict[JobKind, Informer] = {BATCH_JOB: self.jobs}
+        """Every kind of job queued here, with its informer (``add_job_kind``)."""
+        self._watch_timeout = watch_timeout
 
         self.flavors.subscribe(self._feed(ResourceFlavor, convert.flavor, "flavor"))
         self.cluster_queues.subscribe(
@@ -82,8 +87,26 @@ class ClusterState:
             self.priority_classes,
             self.admission_checks,
             self.workloads,
-            self.jobs,
+            *self.job_kinds.values(),
         ]
+
+    def add_job_kind(self, kind: JobKind) -> Informer:
+        """Queue jobs of this kind too (its CRD is served); returns its informer, which the
+        caller runs."""
+        if kind not in self.job_kinds:
+            self.job_kinds[kind] = Informer(
+                self.api, kind.resource, watch_timeout=self._watch_timeout
+            )
+        return self.job_kinds[kind]
+
+    def job_of(self, workload: Obj) -> tuple[JobKind, Obj | None] | None:
+        """The kind of the job that owns this Workload, and that job (None: not seen, or
+        gone); None when no job of a queued kind owns it."""
+        for kind, informer in self.job_kinds.items():
+            key = kind.owner_of(workload)
+            if key is not None:
+                return kind, informer.get(key)
+        return None
 
     def kick(self) -> None:
         self.changed.set()

@@ -22,11 +22,12 @@ from manager.api.workload import Workload
 from manager.controllers import convert, spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import AdmissionLoop, queued_since
+from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
 from manager.kube import errors
 from manager.kube import resources as R
-from manager.kube.informer import Event
+from manager.kube.informer import Event, Informer
 from manager.kube.update import Mutate, patch_guarded
 from manager.kube.workqueue import WorkQueue
 from manager.telemetry import tracing
@@ -59,32 +60,36 @@ class WorkloadController:
         """Extra conditions for "the job has stopped" (the federation adds: no remote copy
         can still run) before an evicted workload gives its quota back."""
         state.workloads.subscribe(self._on_event)
-        state.jobs.subscribe(self._on_job_event)
+        for kind, jobs in state.job_kinds.items():
+            self.follow_jobs(kind, jobs)
 
     def _on_event(self, event: Event) -> None:
         self.queue.add(event.key)
 
-    def _on_job_event(self, event: Event) -> None:
-        # A job that stopped may let its evicted workload release quota.
-        key = ws.workload_key_for_job(event.obj)
-        wl = self.state.workloads.get(key)
-        if wl is not None and ws.is_evicted(wl):
-            self.queue.add(key)
+    def follow_jobs(self, kind: JobKind, jobs: Informer) -> None:
+        """A job of this kind that stopped may let its evicted workload release quota."""
+
+        def on_job(event: Event) -> None:
+            key = kind.workload_key(event.obj)
+            wl = self.state.workloads.get(key)
+            if wl is not None and ws.is_evicted(wl):
+                self.queue.add(key)
+
+        jobs.subscribe(on_job)
 
     def job_stopped(self, obj: dict[str, Any]) -> bool:
         if not all(check(obj) for check in self.stop_checks):
             return False
-        job_key = ws.owner_job(obj)
-        if job_key is None:
+        found = self.state.job_of(obj)
+        if found is None:
             return True
-        job = self.state.jobs.get(job_key)
+        kind, job = found
         if job is None:
             return True
-        spec, status = job.get("spec") or {}, job.get("status") or {}
-        if spec.get("managedBy") == C.MULTIKUEUE_MANAGED_BY:
+        if kind.managed_by(job) == C.MULTIKUEUE_MANAGED_BY:
             # Its pods run on a worker: the stop checks above say whether they are gone.
-            return bool(spec.get("suspend"))
-        return bool(spec.get("suspend")) and not status.get("active")
+            return kind.is_suspended(job)
+        return kind.is_suspended(job) and not kind.is_active(job)
 
     def priority_of(self, wl: Workload) -> int:
         return priority_of(wl, self.state.priority_class_value)

@@ -1,0 +1,192 @@
+"""What kfed needs to know about one kind of job, and what follows from it for every kind.
+
+An adapter (``JobKind``) says, for its kind only:
+
+- which API resource it is and how upstream names its Workloads (``workload_prefix``);
+- where its pod sets are: each with a name, a pod count and the pod template inside the
+  object (``pod_sets``), so that admission can read requests and the flavors' nodeSelector and
+  tolerations can be written into each template in place;
+- whether it is suspended, and the patch fields that suspend or resume it;
+- whether it finished, and how (``outcome``), and whether pods may still run (``is_active``);
+- which part of a worker's object the manager's copy takes as its own status.
+
+Everything else is written once here, for every kind: the merge patch that runs a job with
+its assignment and the one that restores its templates, ``managedBy``, the Workload's pod sets.
+Adding a kind is one adapter module (and its tests) registered in ``registry.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from manager.api.constants import PREBUILT_WORKLOAD_LABEL
+from manager.kube.resources import Resource
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    name: str
+    count: int
+    template: Obj
+    """The pod template inside the job object itself (callers that change it work on a copy
+    of the job, see ``with_templates``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    succeeded: bool
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetPlacement:
+    """What admission adds to one pod set's template: the flavors' node labels and
+    tolerations (and admission checks' podSetUpdates)."""
+
+    node_selector: Mapping[str, str]
+    tolerations: list[Obj]
+
+
+class JobKind(ABC):
+    resource: Resource
+    workload_prefix: str
+    """The Workload of a job is ``<prefix>-<job name>-<uid[:5]>`` (upstream's lowercase kind)."""
+
+    # -- what the adapter says --------------------------------------------------------------
+
+    @abstractmethod
+    def pod_sets(self, job: Obj) -> list[PodSet]:
+        """Its pod sets in a stable order, each template a reference into ``job``."""
+
+    @abstractmethod
+    def outcome(self, job: Obj) -> Outcome | None:
+        """How it ended, or None while it has not."""
+
+    def is_suspended(self, job: Obj) -> bool:
+        return bool((job.get("spec") or {}).get("suspend"))
+
+    def suspend_fields(self, suspend: bool) -> Obj:
+        """The merge-patch fields that suspend (or resume) it."""
+        return {"spec": {"suspend": suspend}}
+
+    def is_active(self, job: Obj) -> bool:
+        """Pods of it may still run (after a suspension, until its controller stops them)."""
+        return not self.is_suspended(job)
+
+    def templates_mutable(self, job: Obj) -> bool:
+        """Its pod templates may be changed now (suspended, its pods gone)."""
+        return self.is_suspended(job) and not self.is_active(job)
+
+    def owner_of(self, workload: Obj) -> str | None:
+        """``namespace/name`` of the job of this kind that owns the Workload, if one does."""
+        meta = workload.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if (
+                ref.get("controller")
+                and ref.get("kind") == self.resource.kind
+                and ref.get("apiVersion") == self.resource.api_version
+            ):
+                return f"{meta.get('namespace')}/{ref.get('name')}"
+        return None
+
+    def status_for_manager(self, remote: Obj) -> Obj:
+        """The status the manager's object takes from the worker's copy (all of it, by
+        default: the manager's object only mirrors the run)."""
+        return copy.deepcopy(remote.get("status") or {})
+
+    # -- the same for every kind -----------------------------------------------------------
+
+    def managed_by(self, job: Obj) -> str:
+        return str((job.get("spec") or {}).get("managedBy") or "")
+
+    def workload_name(self, job_name: str, job_uid: str) -> str:
+        return f"{self.workload_prefix}-{job_name}"[:246] + f"-{job_uid[:5]}"
+
+    def workload_key(self, job: Obj) -> str:
+        """The Workload of a job: the prebuilt one a MultiKueue manager named, else its own."""
+        meta = job.get("metadata") or {}
+        prebuilt = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
+        name = prebuilt or self.workload_name(meta.get("name", ""), meta.get("uid", ""))
+        return f"{meta.get('namespace')}/{name}"
+
+    def with_templates(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
+        """A copy of ``job`` whose pod set templates carry exactly these nodeSelectors and
+        tolerations (pod sets not named keep theirs)."""
+        changed = copy.deepcopy(job)
+        for pod_set in self.pod_sets(changed):
+            placement = placements.get(pod_set.name)
+            if placement is None:
+                continue
+            spec = pod_set.template.setdefault("spec", {})
+            _set_or_drop(spec, "nodeSelector", dict(placement.node_selector))
+            _set_or_drop(spec, "tolerations", list(placement.tolerations))
+        return changed
+
+    def run_patch(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
+        """The merge patch that runs it with these placements."""
+        return _merge(
+            merge_patch(job, self.with_templates(job, placements)), self.suspend_fields(False)
+        )
+
+    def restore_patch(self, job: Obj, originals: Mapping[str, PodSetPlacement]) -> Obj | None:
+        """The merge patch that puts its templates back as submitted (None: they are)."""
+        patch = merge_patch(job, self.with_templates(job, originals))
+        return patch or None
+
+    def placements_of(self, job: Obj) -> dict[str, PodSetPlacement]:
+        """Each pod set's nodeSelector and tolerations as the job has them now."""
+        return {
+            ps.name: PodSetPlacement(
+                dict((ps.template.get("spec") or {}).get("nodeSelector") or {}),
+                list((ps.template.get("spec") or {}).get("tolerations") or []),
+            )
+            for ps in self.pod_sets(job)
+        }
+
+    def workload_pod_sets(self, job: Obj) -> list[Obj]:
+        """The Workload's ``spec.podSets`` for this job."""
+        return [
+            {"name": ps.name, "count": max(ps.count, 1), "template": copy.deepcopy(ps.template)}
+            for ps in self.pod_sets(job)
+        ]
+
+
+def _set_or_drop(spec: Obj, field: str, value: Any) -> None:
+    if value:
+        spec[field] = value
+    else:
+        spec.pop(field, None)
+
+
+def merge_patch(old: Any, new: Any) -> Obj:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``: changed keys set,
+    removed keys null, lists replaced whole (a merge patch cannot address list items)."""
+    patch: Obj = {}
+    for key in old.keys() | new.keys():
+        if key not in new:
+            patch[key] = None
+        elif key not in old:
+            patch[key] = new[key]
+        elif isinstance(old[key], dict) and isinstance(new[key], dict):
+            inner = merge_patch(old[key], new[key])
+            if inner:
+                patch[key] = inner
+        elif old[key] != new[key]:
+            patch[key] = new[key]
+    return patch
+
+
+def _merge(a: Obj, b: Obj) -> Obj:
+    result = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = _merge(result[key], value)
+        else:
+            result[key] = value
+    return result

@@ -1,0 +1,46 @@
+"""``batch/v1`` Job: one pod set ``main`` of ``min(parallelism, completions)`` pods."""
+
+from __future__ import annotations
+
+from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet
+from manager.kube import resources as R
+
+
+def pods_per_job(job_spec: Obj) -> int:
+    """Pods a Job runs at once: ``parallelism`` (1 when unset), at most ``completions``."""
+    parallelism = job_spec.get("parallelism")
+    count = 1 if parallelism is None else int(parallelism)
+    completions = job_spec.get("completions")
+    return count if completions is None else min(count, int(completions))
+
+
+class BatchJob(JobKind):
+    resource = R.JOBS
+    workload_prefix = "job"
+
+    def pod_sets(self, job: Obj) -> list[PodSet]:
+        spec = job.get("spec") or {}
+        return [PodSet("main", pods_per_job(spec), spec.get("template") or {})]
+
+    def outcome(self, job: Obj) -> Outcome | None:
+        for c in (job.get("status") or {}).get("conditions") or []:
+            if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
+                ok = c["type"] == "Complete"
+                default = "Job finished successfully" if ok else "Job failed"
+                return Outcome(ok, str(c.get("message") or default))
+        return None
+
+    def is_active(self, job: Obj) -> bool:
+        return bool((job.get("status") or {}).get("active"))
+
+    def templates_mutable(self, job: Obj) -> bool:
+        # The Job controller clears startTime once a suspended Job's pods are gone; until then
+        # the API server refuses template changes.
+        return not (job.get("status") or {}).get("startTime")
+
+    def owner_of(self, workload: Obj) -> str | None:
+        return ws.owner_job(workload)
+
+
+BATCH_JOB = BatchJob()

@@ -1,0 +1,36 @@
+"""Every kind of job kfed knows, by upstream Kueue's integration names (its configuration's
+``integrations.frameworks``)."""
+
+from __future__ import annotations
+
+from manager.controllers.jobkinds.base import JobKind, Obj
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
+from manager.controllers.jobkinds.jobset import JobSetKind
+from manager.controllers.jobkinds.raycluster import RayClusterKind
+
+KINDS: dict[str, JobKind] = {
+    "batch/job": BATCH_JOB,
+    "jobset.x-k8s.io/jobset": JobSetKind(),
+    "ray.io/raycluster": RayClusterKind(),
+}
+"""Integration name -> adapter. ``batch/job`` is always on."""
+
+
+def parse(names: list[str] | tuple[str, ...]) -> tuple[JobKind, ...]:
+    """The adapters of these integration names (``batch/job`` first, always); a ValueError
+    names the unknown ones and the known ones."""
+    unknown = [n for n in names if n not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown integration(s) {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    return (BATCH_JOB, *(KINDS[n] for n in dict.fromkeys(names) if KINDS[n] is not BATCH_JOB))
+
+
+def owner_of(
+    workload: Obj, kinds: tuple[JobKind, ...] = tuple(KINDS.values())
+) -> tuple[JobKind, str] | None:
+    """The kind and ``namespace/name`` of the job that owns this Workload, if one does."""
+    for kind in kinds:
+        key = kind.owner_of(workload)
+        if key is not None:
+            return kind, key
+    return None
