@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from e2e.binaries import operators
 from e2e.examples import ARTICLE
+from e2e.waiting import wait_for
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
-from manager.kube import errors
+from manager.kube import discovery, errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
@@ -74,3 +77,16 @@ async def node_models_of_job(api: KubeApi, namespace: str, job_name: str) -> set
             node = await api.get(R.NODES, node_name)
             models.add(node["metadata"]["labels"].get("gpu.model", ""))
     return models
+
+
+async def install_crds(api: KubeApi, operator: operators.Operator, served: R.Resource) -> None:
+    """The operator's CRDs at the pinned version (kept when already there: the cluster is
+    shared), once ``served`` is served."""
+    for path in operators.crd_files(operator):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                with contextlib.suppress(errors.AlreadyExists):
+                    await api.create(R.CRDS, doc)
+    await wait_for(
+        lambda: discovery.serves(api, served), timeout=30, what=f"{served.plural} served"
+    )

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Builds the batch operators that kfed's worker clusters run, from Go modules, and caches them
+# outside the repo, each keyed by version:
+#   jobset                      sigs.k8s.io/jobset                            (module root main.go)
+#   trainer-controller-manager  github.com/kubeflow/trainer/v2                (cmd/trainer-controller-manager)
+#   ray-operator                github.com/ray-project/kuberay/ray-operator   (module root main.go)
+# into $KFED_CACHE_DIR/bin/<name>-v<version>/ (default ~/.cache/kfed), with the module's CRD
+# YAMLs copied beside the binary in crds/ (and, for the trainer, its stock ClusterTrainingRuntimes
+# in runtimes/). All three pin k8s.io/* v0.34.1 and controller-runtime v0.22, the same minor as
+# the test bed's Kubernetes; trainer v2.1.0 itself requires sigs.k8s.io/jobset v0.10.1, so the
+# JobSet pin follows it.
+#
+# Each one is built inside a copy of its released module, with that module's own go.mod and
+# go.sum (-mod=readonly): the exact dependency set upstream released. `go install module@version`
+# is not used because it asks the proxy for the module's version list (to print deprecations)
+# and the proxy answers 403 for sigs.k8s.io/jobset's list, although it serves v0.10.1 itself.
+#
+# Idempotent: an operator whose .done stamp exists is skipped. The builds run in parallel
+# (KFED_BUILD_SERIAL=1 runs them one after another); each build's output goes to
+# $KFED_CACHE_DIR/build/<name>-v<version>.log and is shown if it fails.
+# Versions are pinned in versions.env; JOBSET_VERSION, TRAINER_VERSION, KUBERAY_VERSION in the
+# environment override them (no leading v).
+# Prints the three bin directories last, ':'-separated (jobset:trainer:kuberay).
+#
+# Running them against a bare control plane (etcd + kube-apiserver; checked with the test bed's
+# v1.34.4, admin kubeconfig, leader election off, every port on 127.0.0.1):
+#   CRDs: `kubectl apply --server-side -f <dir>/crds` (or create): they are 0.3-1.3 MB and a
+#     client-side apply fails on the 256 KiB last-applied annotation. Apply them, and JobSet's
+#     before the trainer starts (it watches JobSets from startup).
+#   ray-operator --kubeconfig K --enable-leader-election=false --metrics-addr 127.0.0.1:P1
+#     --health-probe-bind-address 127.0.0.1:P2
+#     Needs nothing else: webhooks are off unless ENABLE_WEBHOOKS=true; metrics are plain HTTP.
+#   jobset --kubeconfig K --config F, F being a config.jobset.x-k8s.io/v1alpha1 Configuration:
+#     leaderElection.leaderElect false, internalCertManagement.enable false (else it wants a
+#     jobset-system Secret and writes to the fixed /tmp/k8s-webhook-server/serving-certs),
+#     webhook {port, host: 127.0.0.1, certDir: D}, metrics {bindAddress, certDir: D},
+#     health.healthProbeBindAddress; D holds tls.crt/tls.key (SAN IP 127.0.0.1) of our own CA.
+#     Its webhooks must be registered: the controller panics on a JobSet that skipped the
+#     defaulting webhook (nil spec.network). Use config/components/webhook/manifests.yaml of
+#     the module with clientConfig.url https://127.0.0.1:PORT/<path> and caBundle of that CA
+#     instead of the service, and the two pod webhooks limited by objectSelector
+#     `jobset.sigs.k8s.io/jobset-name Exists` (as its webhook/patches do). They fail closed:
+#     while jobset is down, JobSets and JobSet pods cannot be created.
+#   trainer-controller-manager --kubeconfig K --config F, F a config.trainer.kubeflow.org/
+#     v1alpha1 Configuration: leaderElection.leaderElect false, certManagement.enable false,
+#     webhook {port, host: 127.0.0.1} (host must be set: without a config file, or without
+#     webhook.host, v2.1.0 dies of a nil pointer), metrics {bindAddress, secureServing: false},
+#     health.healthProbeBindAddress. Its webhook certificate is read from
+#     $TMPDIR/k8s-webhook-server/serving-certs/tls.{crt,key}: give each instance its own
+#     TMPDIR. Its webhooks are validating only (manifests/base/webhook/manifests.yaml, same
+#     url/caBundle rewrite); TrainJob -> JobSet needs the JobSet controller running too.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The pins live in versions.env; the environment may override them.
+pinned() { sed -n "s/^$1=//p" "$here/versions.env"; }
+JOBSET_VERSION=${JOBSET_VERSION:-$(pinned JOBSET_VERSION)}
+TRAINER_VERSION=${TRAINER_VERSION:-$(pinned TRAINER_VERSION)}
+KUBERAY_VERSION=${KUBERAY_VERSION:-$(pinned KUBERAY_VERSION)}
+
+cache=${KFED_CACHE_DIR:-$HOME/.cache/kfed}
+jobset_dir="$cache/bin/jobset-v$JOBSET_VERSION"
+trainer_dir="$cache/bin/trainer-v$TRAINER_VERSION"
+kuberay_dir="$cache/bin/kuberay-v$KUBERAY_VERSION"
+work="$cache/build"
+
+say() { printf '[build-operators %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "Go is not installed or not on PATH. Install Go >= 1.24 (Debian: apt-get install golang-go, or the official toolchain) and run this again."
+go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+[ "${go_minor:-0}" -ge 24 ] || die "Go $(go env GOVERSION) is too old: these operators need Go >= 1.24."
+# -mod=readonly: build with the released go.mod/go.sum as they are (it comes last in GOFLAGS, so
+# it wins over a -mod from the caller's GOFLAGS; a caller's -p=1 still applies); GOWORK=off: no
+# go.work found above the cache can pull in other modules.
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false -mod=readonly"
+
+fetch_failed() {
+  die "could not download $1 from the Go module proxy ($(go env GOPROXY)). Check that the proxy is reachable (GOPROXY, network) and run this again."
+}
+
+# Downloads module@version into the module cache and prints its directory there.
+module_dir() {  # module version
+  local json dir
+  json=$(go mod download -json "$1@$2" 2>&1) || fetch_failed "$1@$2"
+  dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then fetch_failed "$1@$2"; fi
+  printf '%s\n' "$dir"
+}
+
+# Copies the *.yaml of one folder of a module (not kustomization.yaml) into dest.
+copy_yamls() {  # from_dir dest_dir
+  mkdir -p "$2"
+  local f n=0
+  for f in "$1"/*.yaml; do
+    [ -f "$f" ] || continue
+    [ "$(basename "$f")" = kustomization.yaml ] && continue
+    cp "$f" "$2/" && n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || die "found no YAML in $1: unexpected module layout"
+  chmod u+w "$2"/*.yaml
+}
+
+# Builds one operator: copy of the released module, go build of its main package, CRDs beside.
+build_operator() {  # name version module main_pkg binary out_dir crd_dir [extra ldflags]
+  local name=$1 version=$2 module=$3 pkg=$4 bin=$5 out=$6 crds=$7 ldx=${8:-}
+  [ -f "$out/.done" ] && { say "$name v$version: cached in $out"; return 0; }
+  local src="$work/$name-v$version" t0=$SECONDS dir
+  say "$name v$version: downloading $module@v$version"
+  dir=$(module_dir "$module" "v$version")
+  rm -rf "$src" "$out" && mkdir -p "$out"
+  cp -R "$dir" "$src" && chmod -R u+w "$src"
+  say "$name v$version: compiling $pkg (log: $src.log)"
+  if ! (cd "$src" && go build -trimpath -ldflags "-s -w $ldx" -o "$out/$bin" "$pkg") >"$src.log" 2>&1; then
+    tail -n 30 "$src.log" >&2
+    die "$name v$version: go build failed (full log: $src.log)"
+  fi
+  copy_yamls "$dir/$crds" "$out/crds"
+  rm -rf "$src" "$src.log"
+  touch "$out/.done"
+  say "$name v$version: built in $((SECONDS - t0))s ($(du -h "$out/$bin" | cut -f1))"
+}
+
+build_jobset() {
+  build_operator jobset "$JOBSET_VERSION" sigs.k8s.io/jobset . jobset "$jobset_dir" \
+    config/components/crd/bases "-X sigs.k8s.io/jobset/pkg/version.GitVersion=v$JOBSET_VERSION"
+}
+build_trainer() {
+  build_operator trainer "$TRAINER_VERSION" github.com/kubeflow/trainer/v2 \
+    ./cmd/trainer-controller-manager trainer-controller-manager "$trainer_dir" manifests/base/crds
+  # The stock ClusterTrainingRuntimes (torch-distributed, deepspeed-distributed, ...): a TrainJob
+  # names one in spec.runtimeRef. Copied only on the build that made the binary.
+  if [ ! -d "$trainer_dir/runtimes" ]; then
+    copy_yamls "$(module_dir github.com/kubeflow/trainer/v2 "v$TRAINER_VERSION")/manifests/base/runtimes" \
+      "$trainer_dir/runtimes"
+  fi
+}
+build_kuberay() {
+  build_operator kuberay "$KUBERAY_VERSION" github.com/ray-project/kuberay/ray-operator . \
+    ray-operator "$kuberay_dir" config/crd/bases
+}
+
+mkdir -p "$work"
+if [ "${KFED_BUILD_SERIAL:-0}" = 1 ]; then
+  build_jobset; build_trainer; build_kuberay
+else
+  # Each build in its own subshell (its own die); the module cache is safe to share, Go locks it.
+  pids=() failed=0
+  build_jobset & pids+=($!)
+  build_trainer & pids+=($!)
+  build_kuberay & pids+=($!)
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  [ "$failed" = 0 ] || die "at least one operator failed to build (see above)"
+fi
+say "all operators ready"
+echo "$jobset_dir:$trainer_dir:$kuberay_dir"
