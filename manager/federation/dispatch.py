@@ -190,6 +190,11 @@ class Dispatcher:
             await self.write.delete_everywhere(key, obj)
             self.records.forget(key)
             return None
+        if (no_adapter := self.look.no_adapter(obj)) is not None:
+            if checkstatus.check_state(obj, check)[0] != "Rejected":
+                log.warning("workload %s rejected: %s", key, no_adapter)
+                await self.write.set_check(obj, check, "Rejected", no_adapter)
+            return None
         unmanaged = self.look.not_managed_by_multikueue(obj)
         if unmanaged is not None:
             # Never place a Job the manager's own Job controller may run: it would run twice.

@@ -85,6 +85,22 @@ class Lookups:
         )
         return (found.check, list(found.clusters)) if found is not None else None
 
+    def no_adapter(self, obj: Obj) -> str | None:
+        """Upstream's rejection of a workload whose owner is of a kind MultiKueue cannot
+        dispatch (None: kfed can). kfed federates batch/v1 Jobs; the job framework queues
+        more kinds, which run on the cluster that admits them until they are federated too."""
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            if not ref.get("controller"):
+                continue
+            if (ref.get("apiVersion"), ref.get("kind")) == ("batch/v1", "Job"):
+                return None
+            group_version = str(ref.get("apiVersion", ""))
+            if "/" not in group_version:
+                group_version = f"/{group_version}"
+            gvk = f"{group_version}, Kind={ref.get('kind')}"
+            return f"No multikueue adapter found for owner kind {json.dumps(gvk)}"
+        return None
+
     def not_managed_by_multikueue(self, obj: Obj) -> str | None:
         """Why the workload's Job must not be federated (None: it may). As upstream: a Job
         is federated only with ``spec.managedBy: kueue.x-k8s.io/multikueue``; without it the

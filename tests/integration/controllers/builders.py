@@ -115,3 +115,40 @@ def job(
             },
         },
     }
+
+
+def jobset(namespace: str, name: str, queue: str, *, workers: int) -> Obj:
+    """A driver (1 pod, cpu only) and ``workers`` GPU workers (2 Jobs of workers/2 pods)."""
+
+    def pod(gpus: int) -> Obj:
+        requests = {"cpu": "1", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+        return {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "main", "image": "busybox", "resources": {"requests": requests}}
+                ],
+            }
+        }
+
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": {C.QUEUE_NAME_LABEL: queue}},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "driver", "replicas": 1, "template": {"spec": {"template": pod(0)}}},
+                {
+                    "name": "workers",
+                    "replicas": 2,
+                    "template": {
+                        "spec": {
+                            "parallelism": workers // 2,
+                            "completions": workers // 2,
+                            "template": pod(1),
+                        }
+                    },
+                },
+            ]
+        },
+    }

@@ -18,48 +18,12 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.controllers import builders as b
+from tests.integration.controllers.builders import jobset
 from tests.integration.controllers.conftest import StartController, create_cluster_scoped
 from tests.integration.controllers.helpers import condition, install_crds
 
 pytestmark = pytest.mark.full
 Obj = dict[str, Any]
-
-
-def jobset(namespace: str, name: str, queue: str, *, workers: int) -> Obj:
-    """A driver (1 pod, cpu only) and ``workers`` GPU workers (2 Jobs of workers/2 pods)."""
-
-    def pod(gpus: int) -> Obj:
-        requests = {"cpu": "1", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
-        return {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {"name": "main", "image": "busybox", "resources": {"requests": requests}}
-                ],
-            }
-        }
-
-    return {
-        "apiVersion": JOBSETS.api_version,
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": namespace, "labels": {C.QUEUE_NAME_LABEL: queue}},
-        "spec": {
-            "replicatedJobs": [
-                {"name": "driver", "replicas": 1, "template": {"spec": {"template": pod(0)}}},
-                {
-                    "name": "workers",
-                    "replicas": 2,
-                    "template": {
-                        "spec": {
-                            "parallelism": workers // 2,
-                            "completions": workers // 2,
-                            "template": pod(1),
-                        }
-                    },
-                },
-            ]
-        },
-    }
 
 
 async def workload_of_jobset(api: KubeApi, ns: str, name: str) -> Obj | None:
