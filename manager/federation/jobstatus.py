@@ -9,9 +9,9 @@ import logging
 from manager.api import constants as C
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobs import job_finished
 from manager.controllers.state import ClusterState
-from manager.federation import remoteobjects
 from manager.federation.lookups import Lookups
 from manager.kube import errors
 from manager.kube import resources as R
@@ -39,7 +39,7 @@ class JobStatus:
             return
         if (job.get("spec") or {}).get("suspend") and job_finished(remote_job) is None:
             return  # requeued: only a final state (it finished there unseen) is copied
-        status = remoteobjects.job_status_for_manager(remote_job)
+        status = BATCH_JOB.status_for_manager(remote_job)
         current = job.get("status") or {}
         if not status or status == current:
             return

@@ -1,9 +1,10 @@
 """The copies the manager creates on a worker: a Workload (created first, so the worker
-admits it under its own quotas) and, once it is admitted, the Job that runs it.
+admits it under its own quotas) and, once it is admitted, the job that runs it.
 
 Both carry the origin label (so watches and garbage collection find only ours, and several
-managers can share a worker), the Job names its Workload in the prebuilt-workload label, and
-the Job's ``managedBy`` is cleared so the worker's own Job controller runs it.
+managers can share a worker), the job names its Workload in the prebuilt-workload label, and
+its kind's adapter gives its spec (``JobKind.spec_for_worker``: suspended, ``managedBy``
+cleared so the worker's own controller runs it).
 """
 
 from __future__ import annotations
@@ -12,17 +13,11 @@ import copy
 from typing import Any
 
 from manager.api import constants as C
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB, GENERATED_LABELS
 from manager.federation.settings import JOB_NAME_ANNOTATION
 
 Obj = dict[str, Any]
-
-# Labels the Job controller and Kueue set themselves; a copy must not carry the manager's.
-_GENERATED_LABELS = (
-    "batch.kubernetes.io/controller-uid",
-    "batch.kubernetes.io/job-name",
-    "controller-uid",
-    "job-name",
-)
 
 
 def _copy_meta(meta: Obj, origin: str, extra_annotations: dict[str, str]) -> Obj:
@@ -61,27 +56,20 @@ def remote_workload(
 
 
 def remote_job(
-    manager_job: Obj, *, workload_name: str, origin: str, annotations: dict[str, str] | None = None
+    manager_job: Obj,
+    *,
+    workload_name: str,
+    origin: str,
+    annotations: dict[str, str] | None = None,
+    kind: JobKind = BATCH_JOB,
 ) -> Obj:
     out_meta = _copy_meta(manager_job["metadata"], origin, annotations or {})
     out_meta["labels"][C.PREBUILT_WORKLOAD_LABEL] = workload_name
-    for label in _GENERATED_LABELS:
+    for label in GENERATED_LABELS:
         out_meta["labels"].pop(label, None)
-    spec = copy.deepcopy(manager_job.get("spec") or {})
-    spec.pop("selector", None)
-    spec.pop("managedBy", None)
-    spec["suspend"] = True
-    template_meta = spec.get("template", {}).get("metadata") or {}
-    template_labels = {
-        k: v for k, v in (template_meta.get("labels") or {}).items() if k not in _GENERATED_LABELS
+    return {
+        "apiVersion": kind.resource.api_version,
+        "kind": kind.resource.kind,
+        "metadata": out_meta,
+        "spec": kind.spec_for_worker(manager_job),
     }
-    if template_meta:
-        template_meta["labels"] = template_labels
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": out_meta, "spec": spec}
-
-
-def job_status_for_manager(remote_job_obj: Obj) -> Obj:
-    """The remote Job's status as the manager's Job should show it."""
-    status = copy.deepcopy(remote_job_obj.get("status") or {})
-    status.pop("uncountedTerminatedPods", None)
-    return status

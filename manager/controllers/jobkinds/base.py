@@ -95,6 +95,15 @@ class JobKind(ABC):
                 return f"{meta.get('namespace')}/{ref.get('name')}"
         return None
 
+    def spec_for_worker(self, job: Obj) -> Obj:
+        """The spec of a worker's copy of this job: the manager's, suspended (it runs once
+        the worker admits its Workload), without ``managedBy`` (the worker's own controller
+        of the kind runs it)."""
+        spec = copy.deepcopy(job.get("spec") or {})
+        spec.pop("managedBy", None)
+        spec.update(self.suspend_fields(True)["spec"])
+        return spec
+
     def status_for_manager(self, remote: Obj) -> Obj:
         """The status the manager's object takes from the worker's copy (all of it, by
         default: the manager's object only mirrors the run)."""

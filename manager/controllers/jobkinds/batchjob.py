@@ -6,6 +6,15 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet
 from manager.kube import resources as R
 
+GENERATED_LABELS = (
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-name",
+    "controller-uid",
+    "job-name",
+)
+"""Labels the Job controller sets itself, on the Job and its pod template: a copy of a Job
+must not carry the manager's (the worker's Job controller sets its own)."""
+
 
 def pods_per_job(job_spec: Obj) -> int:
     """Pods a Job runs at once: ``parallelism`` (1 when unset), at most ``completions``."""
@@ -41,6 +50,20 @@ class BatchJob(JobKind):
 
     def owner_of(self, workload: Obj) -> str | None:
         return ws.owner_job(workload)
+
+    def spec_for_worker(self, job: Obj) -> Obj:
+        spec = super().spec_for_worker(job)
+        spec.pop("selector", None)  # the worker's Job controller picks its own
+        template_meta = (spec.get("template") or {}).get("metadata")
+        if template_meta:
+            labels = template_meta.get("labels") or {}
+            template_meta["labels"] = {k: v for k, v in labels.items() if k not in GENERATED_LABELS}
+        return spec
+
+    def status_for_manager(self, remote: Obj) -> Obj:
+        status = super().status_for_manager(remote)
+        status.pop("uncountedTerminatedPods", None)  # the worker's bookkeeping, not a result
+        return status
 
 
 BATCH_JOB = BatchJob()
