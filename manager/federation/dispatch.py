@@ -30,7 +30,7 @@ from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobs import job_finished
 from manager.controllers.runtime import ClusterController
-from manager.federation import capacity, checkstatus, following
+from manager.federation import capacity, checkstatus, following, routing
 from manager.federation.collecting import Collector
 from manager.federation.jobstatus import JobStatus
 from manager.federation.lookups import Lookups
@@ -168,70 +168,71 @@ class Dispatcher:
         with tracing.workload_context(self.state.workloads.get(key)):
             return await self._reconcile(key)
 
-    async def _reconcile(self, key: str) -> float | None:
-        obj = self.state.workloads.get(key)
+    def _facts(self, key: str, obj: Obj | None) -> routing.WorkloadFacts:
+        """What ``routing.route`` needs to know about one workload, read from the caches."""
         if obj is None:
-            await self.write.delete_everywhere(key, None)
-            self.records.forget(key)
-            return None
+            return routing.WorkloadFacts(exists=False)
         federated = self.look.multikueue_check(obj)
         if federated is None:
-            return None
-        check, clusters = federated
-        deleting = bool(obj["metadata"].get("deletionTimestamp"))
+            return routing.WorkloadFacts(federated=False)
         done = self.look.finished_copy(key)
-        if done is not None and not (ws.has_reservation(obj) or ws.is_finished(obj) or deleting):
-            # It finished on a worker the manager could not see, and was taken off it
-            # meanwhile (moved, requeued): that run counts; it must never run again.
-            log.info("workload %s finished on %s while unreachable: recorded", key, done[0])
-            await self.jobs.finish_from(done[0], obj, done[1])
-            return None
-        if ws.is_finished(obj) or not ws.has_reservation(obj) or deleting:
+        rejection = self.look.no_adapter(obj)
+        if rejection is None and (unmanaged := self.look.not_managed_by_multikueue(obj)):
+            rejection = f"The owner is not managed by Kueue: {unmanaged}"
+        return routing.WorkloadFacts(
+            check_state=checkstatus.check_state(obj, federated[0])[0],
+            holds_quota=ws.has_reservation(obj),
+            finished=ws.is_finished(obj),
+            deleting=bool(obj["metadata"].get("deletionTimestamp")),
+            evicted=ws.is_evicted(obj),
+            finished_copy=done is not None,
+            finished_copy_worker_known=done is not None
+            and self.registry.remote(done[0]) is not None,
+            rejection=rejection,
+        )
+
+    async def _reconcile(self, key: str) -> float | None:
+        obj = self.state.workloads.get(key)
+        step = routing.route(self._facts(key, obj))
+        if step.step is routing.Step.CLEAN_UP:
             await self.write.delete_everywhere(key, obj)
             self.records.forget(key)
             return None
-        if (no_adapter := self.look.no_adapter(obj)) is not None:
-            if checkstatus.check_state(obj, check)[0] != "Rejected":
-                log.warning("workload %s rejected: %s", key, no_adapter)
-                await self.write.set_check(obj, check, "Rejected", no_adapter)
+        if obj is None or step.step is routing.Step.NONE:
             return None
-        unmanaged = self.look.not_managed_by_multikueue(obj)
-        if unmanaged is not None:
-            # Never place a Job the manager's own Job controller may run: it would run twice.
-            if checkstatus.check_state(obj, check)[0] != "Rejected":
-                log.warning("workload %s rejected: %s", key, unmanaged)
-                await self.write.set_check(
-                    obj, check, "Rejected", f"The owner is not managed by Kueue: {unmanaged}"
-                )
+        federated = self.look.multikueue_check(obj)
+        assert federated is not None  # routed past NONE
+        check, clusters = federated
+        if step.step is routing.Step.REJECT:
+            # Never place what the manager's own controllers may run, or what no worker can.
+            log.warning("workload %s rejected: %s", key, step.message)
+            await self.write.set_check(obj, check, "Rejected", step.message)
+            return None
+        if step.step is routing.Step.RECORD_FINISHED:
+            cluster, remote_wl = self.look.finished_copy(key) or ("", {})
+            if not ws.has_reservation(obj):
+                log.info("workload %s finished on %s while unreachable: recorded", key, cluster)
+            await self.jobs.finish_from(cluster, obj, remote_wl)
             return None
         record = self.records(key)
         if record.reserved_at is None:
             record.reserved_at = time.monotonic()
         copies = self.look.copies(key)
-        if done is not None:
-            cluster, remote_wl = done
-            remote = self.registry.remote(cluster)
-            ready = checkstatus.check_state(obj, check)[0] == "Ready"
-            if not ready and not ws.is_evicted(obj) and remote is not None:
-                # It won and ran while nobody recorded it (a manager restart in between):
-                # record the placement first, so the manager's Job can follow it.
+        match step.step:
+            case routing.Step.WIN:
+                done = self.look.finished_copy(key)
+                remote = self.registry.remote(done[0]) if done else None
+                assert remote is not None  # routed on a known worker
                 return await self.write.won(key, obj, check, remote, copies)
-            # Placed there, or elsewhere after it finished there unseen: the first run
-            # that finished is the job's result; any later copy is removed with the rest.
-            await self.jobs.finish_from(cluster, obj, remote_wl)
-            return None
-        if ws.is_evicted(obj):
-            # The manager evicted it (preempted, or our Retry): stop every copy.
-            await self.write.delete_everywhere(key, obj)
-            await self.jobs.reset(obj)
-            self.records.forget(key)
-            return None
-        state, _ = checkstatus.check_state(obj, check)
-        if state == "Ready":
-            return await self._follow(obj, check, copies)
-        if state == "Pending":
-            return await self.placer.place(key, obj, check, clusters, copies)
-        return None
+            case routing.Step.STOP:
+                await self.write.delete_everywhere(key, obj)
+                await self.jobs.reset(obj)
+                self.records.forget(key)
+                return None
+            case routing.Step.FOLLOW:
+                return await self._follow(obj, check, copies)
+            case routing.Step.PLACE:
+                return await self.placer.place(key, obj, check, clusters, copies)
 
     async def _follow(self, obj: Obj, check: str, copies: dict[str, Obj]) -> float | None:
         cluster = str(ws.status_of(obj).get("clusterName") or "")

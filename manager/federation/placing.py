@@ -266,7 +266,7 @@ class Placer:
         if not await self.write.create_copy(remote, obj):
             record.placement = None
             return 1.0
-        await self.write.annotate(obj, decision)
+        obj = await self.write.annotate(obj, decision)
         await self.write.set_check(obj, check, "Pending", choice.message, nominated=[best.cluster])
         return self.settings.admission_timeout
 

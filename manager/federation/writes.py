@@ -89,15 +89,22 @@ class Writes:
             },
         )
 
-    async def annotate(self, obj: Obj, decision: dict[str, Any]) -> None:
+    async def annotate(self, obj: Obj, decision: dict[str, Any]) -> Obj:
+        """Record the placement decision on the Workload; returns the Workload as written
+        (or ``obj`` when the write failed), the base of the next write: computing that from
+        the object before this one would only meet a conflict (409) and a re-read."""
         meta = obj["metadata"]
-        with contextlib.suppress(errors.KubeError):
-            await self.state.api.patch(
+        try:
+            written = await self.state.api.patch(
                 R.WORKLOADS,
                 meta["name"],
                 {"metadata": {"annotations": {PLACEMENT_ANNOTATION: json.dumps(decision)}}},
                 meta["namespace"],
             )
+        except errors.KubeError:
+            return obj
+        self.state.workloads.remember_written(ws.key_of(written), obj, written)
+        return written
 
     # -- copies on the workers ---------------------------------------------------------
 
