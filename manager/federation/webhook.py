@@ -1,4 +1,5 @@
-"""The manager's mutating admission webhook for ``batch/v1`` Jobs.
+"""The manager's mutating admission webhook for every kind of job kfed queues (``batch/v1``
+Job, JobSet, RayCluster: ``controllers/jobkinds``); Jobs below stand for all of them.
 
 A Job submitted to the manager in a queue whose ClusterQueue uses the MultiKueue admission
 check must never run there: kfed runs it on a worker. So, like upstream Kueue's
@@ -39,6 +40,7 @@ from manager.api.constants import (
     PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
 )
+from manager.controllers.jobkinds import registry as jobkinds
 from manager.controllers.state import ClusterState
 from manager.federation.certs import server_ssl_context
 from manager.kube.informer import Informer
@@ -49,12 +51,6 @@ MUTATE_JOB_PATH = "/mutate-batch-v1-job"
 HEALTHZ_PATH = "/healthz"
 READYZ_PATH = "/readyz"
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
-JOB_KIND = {"group": "batch", "version": "v1", "kind": "Job"}
-
-JOB_CONTROLLER_MANAGED_BY = "kubernetes.io/job-controller"
-"""The built-in Job controller's name: what an unset ``spec.managedBy`` means. Upstream
-Kueue replaces it too, since a Job naming it asks for nothing but the default."""
-
 NOT_READY_MESSAGE = (
     "kfed manager not ready, retry: its view of LocalQueues, ClusterQueues and "
     "AdmissionChecks is still loading"
@@ -100,8 +96,18 @@ def review_job(
     block what it does not understand.
     """
     kind = request.get("kind")
-    if kind != JOB_KIND:
-        return _malformed(f"expected a batch/v1 Job, got kind {kind!r}")
+    job_kind = (
+        jobkinds.by_group_version_kind(
+            str(kind.get("group", "")), str(kind.get("version", "")), str(kind.get("kind", ""))
+        )
+        if isinstance(kind, Mapping)
+        else None
+    )
+    if job_kind is None:
+        known = ", ".join(
+            f"{k.resource.api_version} {k.resource.kind}" for k in jobkinds.KINDS.values()
+        )
+        return _malformed(f"expected a kind of job kfed queues ({known}), got kind {kind!r}")
     operation = request.get("operation")
     if operation == "UPDATE":
         return review_job_update(request)
@@ -144,7 +150,7 @@ def review_job(
             "check, so nothing would ever run this Job: remove spec.managedBy, or submit it to "
             "a federated queue",
         )
-    if managed_by in (None, "", JOB_CONTROLLER_MANAGED_BY) and federated:
+    if managed_by in (None, "", job_kind.default_managed_by) and federated:
         patch.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGED_BY})
     return Verdict(allowed=True, patch=patch)
 

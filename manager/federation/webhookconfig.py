@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api.constants import QUEUE_NAME_LABEL
+from manager.controllers.jobkinds import registry as jobkinds
 from manager.federation.webhook import MUTATE_JOB_PATH
 from manager.kube import errors
 from manager.kube import resources as R
@@ -87,11 +88,12 @@ def webhook_configuration(
             "rules": [
                 {
                     "operations": [operation],
-                    "apiGroups": ["batch"],
-                    "apiVersions": ["v1"],
-                    "resources": ["jobs"],
+                    "apiGroups": [kind.resource.group],
+                    "apiVersions": [kind.resource.version],
+                    "resources": [kind.resource.plural],
                     "scope": "Namespaced",
                 }
+                for kind in jobkinds.KINDS.values()
             ],
             "objectSelector": {
                 "matchExpressions": [{"key": QUEUE_NAME_LABEL, "operator": "Exists"}],

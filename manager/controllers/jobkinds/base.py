@@ -57,6 +57,8 @@ class JobKind(ABC):
     resource: Resource
     workload_prefix: str
     """The Workload of a job is ``<prefix>-<job name>-<uid[:5]>`` (upstream's lowercase kind)."""
+    default_managed_by: str
+    """The kind's own controller's name in ``spec.managedBy``: what an unset value means."""
 
     # -- what the adapter says --------------------------------------------------------------
 

@@ -27,6 +27,7 @@ def pods_per_job(job_spec: Obj) -> int:
 class BatchJob(JobKind):
     resource = R.JOBS
     workload_prefix = "job"
+    default_managed_by = "kubernetes.io/job-controller"
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         spec = job.get("spec") or {}

@@ -14,6 +14,7 @@ JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", True)
 class JobSetKind(JobKind):
     resource = JOBSETS
     workload_prefix = "jobset"
+    default_managed_by = "jobset.sigs.k8s.io/jobset-controller"
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         result = []

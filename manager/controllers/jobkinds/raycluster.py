@@ -13,6 +13,7 @@ RAYCLUSTERS = Resource("ray.io", "v1", "rayclusters", "RayCluster", True)
 class RayClusterKind(JobKind):
     resource = RAYCLUSTERS
     workload_prefix = "raycluster"
+    default_managed_by = "ray.io/kuberay-operator"
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         spec = job.get("spec") or {}

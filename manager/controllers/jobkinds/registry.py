@@ -25,6 +25,15 @@ def parse(names: list[str] | tuple[str, ...]) -> tuple[JobKind, ...]:
     return (BATCH_JOB, *(KINDS[n] for n in dict.fromkeys(names) if KINDS[n] is not BATCH_JOB))
 
 
+def by_group_version_kind(group: str, version: str, kind: str) -> JobKind | None:
+    """The adapter of an AdmissionReview's ``request.kind`` (None: not a kind kfed queues)."""
+    for job_kind in KINDS.values():
+        res = job_kind.resource
+        if (res.group, res.version, res.kind) == (group, version, kind):
+            return job_kind
+    return None
+
+
 def owner_of(
     workload: Obj, kinds: tuple[JobKind, ...] = tuple(KINDS.values())
 ) -> tuple[JobKind, str] | None:

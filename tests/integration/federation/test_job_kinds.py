@@ -1,6 +1,7 @@
 """Kinds of job the manager queues but does not federate yet, as upstream MultiKueue treats a
-kind without an adapter: the MultiKueue check rejects the workload with upstream's words, the
-workload is deactivated, and nothing of it runs, on the manager or on any worker."""
+kind without an adapter: the webhook suspends it and gives it to MultiKueue at creation, the
+MultiKueue check rejects the workload with upstream's words, the workload is deactivated, and
+nothing of it runs, on the manager or on any worker."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ async def test_upstream_a_kind_without_a_multikueue_adapter_is_rejected_and_neve
     await start(bed)
     await api.create(JOBSETS, jobset(NS, "unfederated", "gpu-lq", workers=2), NS)
     js = await api.get(JOBSETS, "unfederated", NS)
+    # The manager's webhook took it, as it takes Jobs: suspended at creation, and given to
+    # MultiKueue, so a JobSet operator on the manager would leave it alone.
+    assert js["spec"]["suspend"] is True
+    assert js["spec"]["managedBy"] == C.MULTIKUEUE_MANAGED_BY
     name = JobSetKind().workload_key(js).split("/", 1)[1]
 
     async def rejected_and_deactivated() -> str | None:

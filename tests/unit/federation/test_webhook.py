@@ -465,11 +465,16 @@ def test_the_configuration_sends_only_queued_job_creations_and_fails_closed() ->
     assert hook["rules"] == [
         {
             "operations": ["CREATE"],
-            "apiGroups": ["batch"],
-            "apiVersions": ["v1"],
-            "resources": ["jobs"],
+            "apiGroups": [group],
+            "apiVersions": [version],
+            "resources": [plural],
             "scope": "Namespaced",
         }
+        for group, version, plural in (
+            ("batch", "v1", "jobs"),
+            ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+            ("ray.io", "v1", "rayclusters"),
+        )
     ]
     assert hook["objectSelector"] == {
         "matchExpressions": [{"key": QUEUE_NAME_LABEL, "operator": "Exists"}]
@@ -563,3 +568,30 @@ def test_changing_the_prebuilt_workload_of_a_running_job_is_refused() -> None:
 )
 def test_updates_upstream_allows_pass_unchanged(new: Obj, old: Obj) -> None:
     assert review_job(update(new, old), uses_multikueue) == Verdict(allowed=True)
+
+
+@pytest.mark.parametrize(
+    ("group", "version", "kind", "own_controller"),
+    [
+        ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobset.sigs.k8s.io/jobset-controller"),
+        ("ray.io", "v1", "RayCluster", "ray.io/kuberay-operator"),
+    ],
+)
+@pytest.mark.parametrize("managed_by", [None, "own"])
+def test_every_kind_of_job_is_suspended_and_given_to_multikueue_as_upstream_does(
+    group: str, version: str, kind: str, own_controller: str, managed_by: str | None
+) -> None:
+    """A JobSet or RayCluster created in a federated queue is suspended at once (its own
+    operator must not start it on the manager) and its managedBy, unset or naming its own
+    controller, becomes MultiKueue's."""
+    obj = job()
+    obj["spec"].pop("suspend", None)
+    if managed_by is not None:
+        obj["spec"]["managedBy"] = own_controller
+    req = {**request(obj), "kind": {"group": group, "version": version, "kind": kind}}
+    verdict = review_job(req, lambda ns, q: True)
+    assert verdict.allowed
+    assert verdict.patch == [
+        {"op": "add", "path": "/spec/suspend", "value": True},
+        {"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGED_BY},
+    ]
