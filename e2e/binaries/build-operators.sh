@@ -64,20 +64,14 @@ trainer_dir="$cache/bin/trainer-v$TRAINER_VERSION"
 kuberay_dir="$cache/bin/kuberay-v$KUBERAY_VERSION"
 work="$cache/build"
 
-say() { printf '[build-operators %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "Go is not installed or not on PATH. Install Go >= 1.24 (Debian: apt-get install golang-go, or the official toolchain) and run this again."
-go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
-[ "${go_minor:-0}" -ge 24 ] || die "Go $(go env GOVERSION) is too old: these operators need Go >= 1.24."
+build_tag=build-operators
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+require_go "these operators"
 # -mod=readonly: build with the released go.mod/go.sum as they are (it comes last in GOFLAGS, so
 # it wins over a -mod from the caller's GOFLAGS; a caller's -p=1 still applies); GOWORK=off: no
 # go.work found above the cache can pull in other modules.
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false -mod=readonly"
-
-fetch_failed() {
-  die "could not download $1 from the Go module proxy ($(go env GOPROXY)). Check that the proxy is reachable (GOPROXY, network) and run this again."
-}
 
 # Downloads module@version into the module cache and prints its directory there.
 module_dir() {  # module version

@@ -17,17 +17,11 @@ etcd_dir="$cache/bin/etcd-v$ETCD_VERSION"
 kwok_dir="$cache/bin/kwok-v$KWOK_VERSION"
 work="$cache/build"
 
-say() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "Go is not installed or not on PATH. Install Go >= 1.24 (Debian: apt-get install golang-go, or the official toolchain) and run this again."
-go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
-[ "${go_minor:-0}" -ge 24 ] || die "Go $(go env GOVERSION) is too old: Kubernetes v$K8S_VERSION needs Go >= 1.24."
+build_tag=build
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+require_go "Kubernetes v$K8S_VERSION"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
-
-fetch_failed() {
-  die "could not download $1 from the Go module proxy ($(go env GOPROXY)). Check that the proxy is reachable (GOPROXY, network) and run this again."
-}
 
 build_k8s() {
   [ -f "$k8s_dir/.done" ] && { say "kubernetes v$K8S_VERSION: cached in $k8s_dir"; return; }

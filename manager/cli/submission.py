@@ -18,8 +18,9 @@ from manager.api import constants as C
 from manager.api import federated
 from manager.cli.common import CliError, usage_error
 from manager.cli.jobfiles import display_name, queue_of
-from manager.controllers import conditions, jobs
+from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -125,7 +126,7 @@ def placement(job: Obj, workload: Obj | None, mk_checks: set[str]) -> Placement:
 
 async def workload_of(api: KubeApi, job: Obj) -> Obj | None:
     """The manager Workload of a Job: by its derived name, else by the job-uid label."""
-    namespace, name = jobs.workload_key_for(job).split("/", 1)
+    namespace, name = BATCH_JOB.workload_key(job).split("/", 1)
     try:
         return await api.get(R.WORKLOADS, name, namespace)
     except errors.NotFound:

@@ -11,8 +11,8 @@ from typing import Any
 from manager.api import constants as C
 from manager.cli.common import CliError
 from manager.cli.tables import age
-from manager.controllers import jobs
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.federation.workloadview import (
     Placement,
     cluster_of,
@@ -78,7 +78,7 @@ async def resolve(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | N
             f"no Workload or Job {namespace}/{name} on the manager; see `kfed workloads -n "
             f"{namespace}`"
         ) from None
-    wl_namespace, wl_name = jobs.workload_key_for(job).split("/", 1)
+    wl_namespace, wl_name = BATCH_JOB.workload_key(job).split("/", 1)
     try:
         return await api.get(R.WORKLOADS, wl_name, wl_namespace), job
     except errors.NotFound:

@@ -42,10 +42,6 @@ def queue_name(job: Obj) -> str | None:
     return ((job.get("metadata") or {}).get("labels") or {}).get(C.QUEUE_NAME_LABEL)
 
 
-def workload_key_for(job: Obj, kind: JobKind = BATCH_JOB) -> str:
-    return kind.workload_key(job)
-
-
 def workload_for_job(
     job: Obj, priority_class_value: Callable[[str], int | None], kind: JobKind = BATCH_JOB
 ) -> Obj:
@@ -54,7 +50,7 @@ def workload_for_job(
     template that sets one. ``kfed whatif`` builds the same one to ask the admission core
     about a job not created yet."""
     meta = job["metadata"]
-    namespace, name = workload_key_for(job, kind).split("/", 1)
+    namespace, name = kind.workload_key(job).split("/", 1)
     pod_sets = kind.workload_pod_sets(job)
     body: Obj = {
         "apiVersion": C.API_VERSION,
@@ -93,12 +89,6 @@ def workload_for_job(
     return body
 
 
-def job_finished(job: Obj, kind: JobKind = BATCH_JOB) -> tuple[bool, bool, str] | None:
-    """(finished, succeeded, message) when the job ended, or None."""
-    outcome = kind.outcome(job)
-    return None if outcome is None else (True, outcome.succeeded, outcome.message)
-
-
 class JobController:
     def __init__(
         self,
@@ -123,7 +113,7 @@ class JobController:
         return f"<JobController {self.kind.resource.kind}>"
 
     def _key(self, job: Obj) -> str:
-        return workload_key_for(job, self.kind)
+        return self.kind.workload_key(job)
 
     def _on_job(self, event: Event) -> None:
         if event.type == "DELETED":

@@ -80,16 +80,22 @@ def check_states(obj: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def workload_name_for(prefix: str, job_name: str, job_uid: str) -> str:
+    """The Workload a job's controller creates for it: ``<prefix>-<name>-<uid[:5]>``, the
+    prefix being upstream's lowercase kind; stable, unique per job incarnation."""
+    return f"{prefix}-{job_name}"[:246] + f"-{job_uid[:5]}"
+
+
 def workload_name_for_job(job_name: str, job_uid: str) -> str:
-    """The Workload a Job's controller creates for it: stable, unique per Job incarnation."""
-    return f"job-{job_name}"[:246] + f"-{job_uid[:5]}"
+    """The Workload of a ``batch/v1`` Job."""
+    return workload_name_for("job", job_name, job_uid)
 
 
-def workload_key_for_job(job: Mapping[str, Any]) -> str:
-    """The Workload of a Job: the prebuilt one a MultiKueue manager named, else its own."""
+def workload_key_for(job: Mapping[str, Any], prefix: str = "job") -> str:
+    """The Workload of a job: the prebuilt one a MultiKueue manager named, else its own."""
     meta = job.get("metadata") or {}
     prebuilt = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
-    name = prebuilt or workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
+    name = prebuilt or workload_name_for(prefix, meta.get("name", ""), meta.get("uid", ""))
     return f"{meta.get('namespace')}/{name}"
 
 

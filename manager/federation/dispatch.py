@@ -28,7 +28,7 @@ import time
 
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobs import job_finished
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.runtime import ClusterController
 from manager.federation import capacity, checkstatus, following, routing
 from manager.federation.collecting import Collector
@@ -113,7 +113,7 @@ class Dispatcher:
             key = f"{meta.get('namespace')}/{workload}"
             if (
                 event.type == "DELETED"
-                and job_finished(event.obj) is not None
+                and BATCH_JOB.outcome(event.obj) is not None
                 and self.state.workloads.get(key) is not None
             ):
                 # Kept (until the record is forgotten) while its workload lives: a worker's
@@ -168,19 +168,13 @@ class Dispatcher:
         with tracing.workload_context(self.state.workloads.get(key)):
             return await self._reconcile(key)
 
-    def _facts(self, key: str, obj: Obj | None) -> routing.WorkloadFacts:
-        """What ``routing.route`` needs to know about one workload, read from the caches."""
-        if obj is None:
-            return routing.WorkloadFacts(exists=False)
-        federated = self.look.multikueue_check(obj)
-        if federated is None:
-            return routing.WorkloadFacts(federated=False)
-        done = self.look.finished_copy(key)
+    def _facts(self, obj: Obj, check: str, done: tuple[str, Obj] | None) -> routing.WorkloadFacts:
+        """What ``routing.route`` needs to know about a federated workload."""
         rejection = self.look.no_adapter(obj)
         if rejection is None and (unmanaged := self.look.not_managed_by_multikueue(obj)):
             rejection = f"The owner is not managed by Kueue: {unmanaged}"
         return routing.WorkloadFacts(
-            check_state=checkstatus.check_state(obj, federated[0])[0],
+            check_state=checkstatus.check_state(obj, check)[0],
             holds_quota=ws.has_reservation(obj),
             finished=ws.is_finished(obj),
             deleting=bool(obj["metadata"].get("deletionTimestamp")),
@@ -193,15 +187,23 @@ class Dispatcher:
 
     async def _reconcile(self, key: str) -> float | None:
         obj = self.state.workloads.get(key)
-        step = routing.route(self._facts(key, obj))
+        federated = self.look.multikueue_check(obj) if obj is not None else None
+        copies: dict[str, Obj] = {}
+        done: tuple[str, Obj] | None = None
+        if obj is None:
+            step = routing.route(routing.WorkloadFacts(exists=False))
+        elif federated is None:
+            step = routing.route(routing.WorkloadFacts(federated=False))
+        else:
+            copies = self.look.copies(key)
+            done = self.look.finished_copy(copies)
+            step = routing.route(self._facts(obj, federated[0], done))
         if step.step is routing.Step.CLEAN_UP:
             await self.write.delete_everywhere(key, obj)
             self.records.forget(key)
             return None
-        if obj is None or step.step is routing.Step.NONE:
+        if obj is None or federated is None or step.step is routing.Step.NONE:
             return None
-        federated = self.look.multikueue_check(obj)
-        assert federated is not None  # routed past NONE
         check, clusters = federated
         if step.step is routing.Step.REJECT:
             # Never place what the manager's own controllers may run, or what no worker can.
@@ -209,7 +211,7 @@ class Dispatcher:
             await self.write.set_check(obj, check, "Rejected", step.message)
             return None
         if step.step is routing.Step.RECORD_FINISHED:
-            cluster, remote_wl = self.look.finished_copy(key) or ("", {})
+            cluster, remote_wl = done or ("", {})
             if not ws.has_reservation(obj):
                 log.info("workload %s finished on %s while unreachable: recorded", key, cluster)
             await self.jobs.finish_from(cluster, obj, remote_wl)
@@ -217,10 +219,8 @@ class Dispatcher:
         record = self.records(key)
         if record.reserved_at is None:
             record.reserved_at = time.monotonic()
-        copies = self.look.copies(key)
         match step.step:
             case routing.Step.WIN:
-                done = self.look.finished_copy(key)
                 remote = self.registry.remote(done[0]) if done else None
                 assert remote is not None  # routed on a known worker
                 return await self.write.won(key, obj, check, remote, copies)

@@ -10,7 +10,6 @@ from manager.api import constants as C
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.controllers.jobs import job_finished
 from manager.controllers.state import ClusterState
 from manager.federation.lookups import Lookups
 from manager.kube import errors
@@ -37,7 +36,7 @@ class JobStatus:
         remote_job = self.look.final_remote_job(remote, obj) if remote is not None else None
         if job is None or remote_job is None:
             return
-        if (job.get("spec") or {}).get("suspend") and job_finished(remote_job) is None:
+        if (job.get("spec") or {}).get("suspend") and BATCH_JOB.outcome(remote_job) is None:
             return  # requeued: only a final state (it finished there unseen) is copied
         status = BATCH_JOB.status_for_manager(remote_job)
         current = job.get("status") or {}

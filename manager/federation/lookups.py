@@ -11,6 +11,7 @@ import time
 from manager.api import constants as C
 from manager.api import federated
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.federation import failover, following
 from manager.federation.records import Records
@@ -45,6 +46,10 @@ def foreign_reason(kind: str, foreign: Obj) -> str:
         f"a {kind} {meta['namespace']}/{meta['name']} that kfed did not create already exists "
         f"there (made by {whose}); kfed leaves it alone"
     )
+
+
+FEDERATED_KINDS = (BATCH_JOB,)
+"""The kinds of job kfed places on workers (the job framework queues more)."""
 
 
 class Lookups:
@@ -92,7 +97,10 @@ class Lookups:
         for ref in obj["metadata"].get("ownerReferences") or []:
             if not ref.get("controller"):
                 continue
-            if (ref.get("apiVersion"), ref.get("kind")) == ("batch/v1", "Job"):
+            if any(
+                (ref.get("apiVersion"), ref.get("kind")) == (k.api_version, k.kind)
+                for k in (kind.resource for kind in FEDERATED_KINDS)
+            ):
                 return None
             group_version = str(ref.get("apiVersion", ""))
             if "/" not in group_version:
@@ -132,9 +140,11 @@ class Lookups:
                 found[remote.name] = obj
         return found
 
-    def finished_copy(self, key: str) -> tuple[str, Obj] | None:
-        """A copy that finished (its worker's Job ended), with its worker, if any."""
-        for cluster, remote_wl in sorted(self.copies(key).items()):
+    @staticmethod
+    def finished_copy(copies: dict[str, Obj]) -> tuple[str, Obj] | None:
+        """Of a workload's copies (``copies``), one that finished (its worker's Job ended),
+        with its worker, if any."""
+        for cluster, remote_wl in sorted(copies.items()):
             if ws.is_finished(remote_wl):
                 return cluster, remote_wl
         return None

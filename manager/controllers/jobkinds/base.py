@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from manager.api.constants import PREBUILT_WORKLOAD_LABEL
+from manager.controllers import workloadstatus as ws
 from manager.kube.resources import Resource
 
 Obj = dict[str, Any]
@@ -117,14 +117,11 @@ class JobKind(ABC):
         return str((job.get("spec") or {}).get("managedBy") or "")
 
     def workload_name(self, job_name: str, job_uid: str) -> str:
-        return f"{self.workload_prefix}-{job_name}"[:246] + f"-{job_uid[:5]}"
+        return ws.workload_name_for(self.workload_prefix, job_name, job_uid)
 
     def workload_key(self, job: Obj) -> str:
         """The Workload of a job: the prebuilt one a MultiKueue manager named, else its own."""
-        meta = job.get("metadata") or {}
-        prebuilt = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
-        name = prebuilt or self.workload_name(meta.get("name", ""), meta.get("uid", ""))
-        return f"{meta.get('namespace')}/{name}"
+        return ws.workload_key_for(job, self.workload_prefix)
 
     def with_templates(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
         """A copy of ``job`` whose pod set templates carry exactly these nodeSelectors and
