@@ -41,6 +41,7 @@ from manager.kube.tasks import stop_tasks
 log = logging.getLogger(__name__)
 
 FENCED_ANNOTATION = "kfed.io/fenced"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +206,7 @@ class Fencing:
         return count
 
     async def _stop_pods(self, namespace: str, workload: str) -> None:
-        """Delete the pods of the fenced workload's Job with a short grace period."""
+        """Delete the running pods of the fenced workload's Job with a short grace period."""
         for job in self.state.jobs.items():
             jmeta = job["metadata"]
             if (
@@ -214,21 +215,56 @@ class Fencing:
             ):
                 continue
             try:
-                pods = await self.api.list(
-                    R.PODS,
-                    namespace,
-                    label_selector=f"batch.kubernetes.io/job-name={jmeta['name']}",
+                await stop_job_pods(
+                    self.api, namespace, jmeta["name"], self.settings.pod_grace_seconds
                 )
-                for pod in pods.get("items") or []:
-                    await self.api.delete(
-                        R.PODS,
-                        pod["metadata"]["name"],
-                        namespace,
-                        uid=pod["metadata"].get("uid"),
-                        grace_period_seconds=self.settings.pod_grace_seconds,
-                    )
             except errors.KubeError as err:
                 log.warning("stopping the pods of fenced %s/%s: %s", namespace, workload, err)
+
+
+STOP_ATTEMPTS = 3
+
+
+async def stop_job_pods(api: KubeApi, namespace: str, job_name: str, grace_seconds: int) -> int:
+    """Delete a Job's pods that still run (or wait to); returns how many.
+
+    A pod that finished is never touched: its result may not be counted yet (the Job
+    controller counts a pod by its tracking finalizer, which a deleted pod can lose first, as
+    kwok's does), and a fence that erased a run which had already succeeded would make the
+    manager run the job again. Each delete holds the version it judged, so a pod that
+    finishes between the read and the delete is judged again rather than deleted."""
+    pods = await api.list(R.PODS, namespace, label_selector=f"{JOB_NAME_LABEL}={job_name}")
+    stopped = 0
+    for pod in pods.get("items") or []:
+        for _ in range(STOP_ATTEMPTS):
+            meta = pod["metadata"]
+            if pod_finished(pod) or meta.get("deletionTimestamp"):
+                break
+            try:
+                await api.delete(
+                    R.PODS,
+                    meta["name"],
+                    namespace,
+                    uid=meta.get("uid"),
+                    resource_version=meta.get("resourceVersion"),
+                    grace_period_seconds=grace_seconds,
+                )
+                stopped += 1
+                break
+            except errors.NotFound:
+                break
+            except errors.Conflict:
+                pass  # it changed since it was read: judge it again
+            try:
+                pod = await api.get(R.PODS, meta["name"], namespace)
+            except errors.NotFound:
+                break
+    return stopped
+
+
+def pod_finished(pod: dict[str, object]) -> bool:
+    status = pod.get("status")
+    return isinstance(status, dict) and status.get("phase") in ("Succeeded", "Failed")
 
 
 def fence_after(workload: dict[str, object], lease_duration: float) -> float:

@@ -275,13 +275,16 @@ class KubeApi:
         *,
         propagation: str = "Background",
         uid: str | None = None,
+        resource_version: str | None = None,
         grace_period_seconds: int | None = None,
     ) -> bool:
-        """Delete; False when it was already gone. ``uid`` makes it delete only that object;
+        """Delete; False when it was already gone. ``uid`` makes it delete only that object,
+        ``resource_version`` only that version of it (errors.Conflict once it changed);
         ``grace_period_seconds`` shortens a pod's termination grace."""
         body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
-        if uid:
-            body["preconditions"] = {"uid": uid}
+        preconditions = {"uid": uid, "resourceVersion": resource_version}
+        if any(preconditions.values()):
+            body["preconditions"] = {k: v for k, v in preconditions.items() if v}
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
         try:
