@@ -15,9 +15,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
-## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok (once)
+## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok and the
+## workers' operators (jobset, trainer, kuberay), once; the two scripts run in parallel
 binaries:
-	bash e2e/binaries/build.sh >/dev/null
+	@bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
+	bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
+	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; \
+	[ $$failed = 0 ] || { echo "make binaries: a build failed (see above)" >&2; exit 1; }
 
 ## browser: Debian's chromium, for the dashboard test (headless)
 browser:

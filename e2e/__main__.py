@@ -1,6 +1,7 @@
 """`python -m e2e up|down|status|stop|start|kubeconfig|bin-dir`: local Kubernetes clusters for kfed.
 
 python -m e2e up --name demo --workers 2 --full
+python -m e2e up --name ops --full --operators jobset,trainer,kuberay   # + batch operators
 export PATH="$(python -m e2e bin-dir):$PATH"      # the built kubectl
 kubectl --kubeconfig "$(python -m e2e kubeconfig --name demo --cluster worker-2)" get nodes
 python -m e2e status --name demo
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from e2e import binaries
 from e2e.kind.provider import KindFederation
+from e2e.local import operators
 from e2e.local.federation import LocalFederation, cleanup_directory, state_root
 
 
@@ -39,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--nodes", type=Path, help="node set YAML (default: e2e/local/nodes.yaml)")
     up.add_argument("--provider", choices=["local", "kind"], default="local")
+    known = ",".join(operators.OPERATORS)
+    up.add_argument(
+        "--operators",
+        default="",
+        help=f"comma-separated batch operators every worker runs ({known}); needs --full "
+        "and the operators built (`bash e2e/binaries/build-operators.sh` or `make binaries`)",
+    )
 
     down = sub.add_parser("down", help="stop every process of a federation, remove its state")
     down.add_argument("--name", required=True)
@@ -53,7 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     kubeconfig.add_argument("--cluster", required=True)
     kubeconfig.add_argument("--provider", choices=["local", "kind"], default="local")
 
-    roles = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok")
+    roles = (
+        "kube-apiserver",
+        "etcd",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+        *operators.OPERATORS,
+    )
     stop = sub.add_parser(
         "stop", help="stop one process of a cluster: a real control-plane outage for a drill"
     )
@@ -77,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "up":
+            wanted = [n.strip() for n in args.operators.split(",") if n.strip()]
+            if wanted and (not args.full or args.provider != "local"):
+                print("error: --operators needs --full (and the local provider)", file=sys.stderr)
+                return 2
             if args.provider == "kind":
                 KindFederation(
                     args.name, workers=args.workers, full=args.full, nodes_file=args.nodes
@@ -85,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
             print("checking the Go-built binaries (first run builds them: ~5 minutes)", flush=True)
             binaries.ensure_built()
             fed = LocalFederation(
-                args.name, workers=args.workers, full=args.full, nodes_file=args.nodes
+                args.name,
+                workers=args.workers,
+                full=args.full,
+                nodes_file=args.nodes,
+                operators=wanted,
             )
             seconds = fed.up(progress=True)
             print(f"federation {args.name!r} ready in {seconds:.1f}s")
@@ -131,7 +155,13 @@ def main(argv: list[str] | None = None) -> int:
                     ready = "ready" if row["ready"] else "NOT READY"
                     print(f"{row['cluster']:<10} {row['server']:<26} {ready:<9} {health}")
             return 0
-    except (FileNotFoundError, KeyError, binaries.BinariesMissing, RuntimeError) as err:
+    except (
+        FileNotFoundError,
+        KeyError,
+        ValueError,
+        binaries.BinariesMissing,
+        RuntimeError,
+    ) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 2

@@ -5,7 +5,9 @@ kubernetes_asyncio clients, and unique names.
 - ``lite_clusters``: manager + 2 workers, etcd + kube-apiserver only (starts in seconds).
 - ``kueue_crds``: the lite clusters with kfed's CRDs (``crds/``) installed and served.
 - ``full_federation``: opt-in; manager + 3 workers with controller-manager, scheduler and kwok
-  fake GPU nodes (worker-1: gpu.model=rtx-a1000, worker-2 and worker-3: gpu.model=h100).
+  fake GPU nodes (worker-1: gpu.model=rtx-a1000, worker-2 and worker-3: gpu.model=h100), and
+  on each worker the batch operators JobSet, Kubeflow Trainer and KubeRay (the manager has
+  their CRDs only).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def _state_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _start(fed: LocalFederation) -> None:
     try:
         binaries.path_of("kube-apiserver")
+        for name in fed.operators:
+            binaries.operator_path(name)
     except binaries.BinariesMissing as err:
         pytest.fail(
             f"{err}. `make test` builds them; run `make binaries` when calling pytest directly."
@@ -65,7 +69,12 @@ def lite_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFed
 @pytest.fixture(scope="session")
 def full_federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFederation]:
     fed = LocalFederation(
-        "full", workers=3, full=True, root=_state_root(tmp_path_factory), tie_to_parent=True
+        "full",
+        workers=3,
+        full=True,
+        root=_state_root(tmp_path_factory),
+        tie_to_parent=True,
+        operators=("jobset", "trainer", "kuberay"),
     )
     _start(fed)
     try:

@@ -41,7 +41,6 @@ from manager.kube.tasks import stop_tasks
 log = logging.getLogger(__name__)
 
 FENCED_ANNOTATION = "kfed.io/fenced"
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,34 +205,35 @@ class Fencing:
         return count
 
     async def _stop_pods(self, namespace: str, workload: str) -> None:
-        """Delete the running pods of the fenced workload's Job with a short grace period."""
-        for job in self.state.jobs.items():
-            jmeta = job["metadata"]
-            if (
-                jmeta.get("namespace") != namespace
-                or (jmeta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) != workload
-            ):
-                continue
-            try:
-                await stop_job_pods(
-                    self.api, namespace, jmeta["name"], self.settings.pod_grace_seconds
-                )
-            except errors.KubeError as err:
-                log.warning("stopping the pods of fenced %s/%s: %s", namespace, workload, err)
+        """Delete the running pods of the fenced workload's job (of any kind) with a short
+        grace period."""
+        for kind, jobs in self.state.job_kinds.items():
+            for job in jobs.items():
+                jmeta = job["metadata"]
+                if (
+                    jmeta.get("namespace") != namespace
+                    or (jmeta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) != workload
+                ):
+                    continue
+                selector = f"{kind.pod_label}={jmeta['name']}"
+                try:
+                    await stop_pods(self.api, namespace, selector, self.settings.pod_grace_seconds)
+                except errors.KubeError as err:
+                    log.warning("stopping the pods of fenced %s/%s: %s", namespace, workload, err)
 
 
 STOP_ATTEMPTS = 3
 
 
-async def stop_job_pods(api: KubeApi, namespace: str, job_name: str, grace_seconds: int) -> int:
-    """Delete a Job's pods that still run (or wait to); returns how many.
+async def stop_pods(api: KubeApi, namespace: str, selector: str, grace_seconds: int) -> int:
+    """Delete a job's pods (``selector``) that still run (or wait to); returns how many.
 
     A pod that finished is never touched: its result may not be counted yet (the Job
     controller counts a pod by its tracking finalizer, which a deleted pod can lose first, as
     kwok's does), and a fence that erased a run which had already succeeded would make the
     manager run the job again. Each delete holds the version it judged, so a pod that
     finishes between the read and the delete is judged again rather than deleted."""
-    pods = await api.list(R.PODS, namespace, label_selector=f"{JOB_NAME_LABEL}={job_name}")
+    pods = await api.list(R.PODS, namespace, label_selector=selector)
     stopped = 0
     for pod in pods.get("items") or []:
         for _ in range(STOP_ATTEMPTS):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = _HERE / "build.sh"
+OPERATORS_BUILD_SCRIPT = _HERE / "build-operators.sh"
 VERSIONS_FILE = _HERE / "versions.env"
 
 
@@ -24,13 +25,18 @@ class Versions:
     kwok: str
 
 
-def read_versions(path: Path = VERSIONS_FILE) -> Versions:
+def _pins(path: Path = VERSIONS_FILE) -> dict[str, str]:
     values: dict[str, str] = {}
     for raw in path.read_text().splitlines():
         line = raw.strip()
         if line and not line.startswith("#"):
             key, _, value = line.partition("=")
             values[key.strip()] = value.strip()
+    return values
+
+
+def read_versions(path: Path = VERSIONS_FILE) -> Versions:
+    values = _pins(path)
     return Versions(
         kubernetes=values["K8S_VERSION"], etcd=values["ETCD_VERSION"], kwok=values["KWOK_VERSION"]
     )
@@ -64,6 +70,38 @@ def path_of(binary: str) -> Path:
             "(or `make binaries`) first"
         )
     return path
+
+
+# Operator name -> (its pin in versions.env, its binary): build-operators.sh puts the binary
+# in bin/<name>-v<version>/ with crds/ (and webhook/, runtimes/) beside it.
+OPERATOR_BINARIES: dict[str, tuple[str, str]] = {
+    "jobset": ("JOBSET_VERSION", "jobset"),
+    "trainer": ("TRAINER_VERSION", "trainer-controller-manager"),
+    "kuberay": ("KUBERAY_VERSION", "ray-operator"),
+}
+
+
+def operator_missing(problem: str) -> BinariesMissing:
+    return BinariesMissing(
+        f"{problem}: run `bash {OPERATORS_BUILD_SCRIPT}` (or `make binaries`) first"
+    )
+
+
+def operator_dir(name: str) -> Path:
+    """Directory of a built operator (jobset, trainer, kuberay): its binary, crds/ and, for
+    some, webhook/ and runtimes/; raises BinariesMissing when it has not been built yet."""
+    if name not in OPERATOR_BINARIES:
+        raise KeyError(f"no operator {name!r}; known: {', '.join(OPERATOR_BINARIES)}")
+    pin, binary = OPERATOR_BINARIES[name]
+    directory = cache_dir() / "bin" / f"{name}-v{_pins()[pin]}"
+    if not (directory / ".done").exists() or not (directory / binary).exists():
+        raise operator_missing(f"operator {name} ({binary}) is not built in {directory}")
+    return directory
+
+
+def operator_path(name: str) -> Path:
+    """Path of a built operator's binary; raises BinariesMissing when it is not built."""
+    return operator_dir(name) / OPERATOR_BINARIES[name][1]
 
 
 def ensure_built() -> None:

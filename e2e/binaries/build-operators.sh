@@ -5,10 +5,11 @@
 #   trainer-controller-manager  github.com/kubeflow/trainer/v2                (cmd/trainer-controller-manager)
 #   ray-operator                github.com/ray-project/kuberay/ray-operator   (module root main.go)
 # into $KFED_CACHE_DIR/bin/<name>-v<version>/ (default ~/.cache/kfed), with the module's CRD
-# YAMLs copied beside the binary in crds/ (and, for the trainer, its stock ClusterTrainingRuntimes
-# in runtimes/). All three pin k8s.io/* v0.34.1 and controller-runtime v0.22, the same minor as
-# the test bed's Kubernetes; trainer v2.1.0 itself requires sigs.k8s.io/jobset v0.10.1, so the
-# JobSet pin follows it.
+# YAMLs copied beside the binary in crds/ (for the trainer, also its stock ClusterTrainingRuntimes
+# in runtimes/; for jobset and the trainer, also the module's webhook manifests.yaml in webhook/).
+# All three pin k8s.io/* v0.34.1 and controller-runtime v0.22, the same minor as the test bed's
+# Kubernetes; trainer v2.1.0 itself requires sigs.k8s.io/jobset v0.10.1, so the JobSet pin
+# follows it.
 #
 # Each one is built inside a copy of its released module, with that module's own go.mod and
 # go.sum (-mod=readonly): the exact dependency set upstream released. `go install module@version`
@@ -115,18 +116,32 @@ build_operator() {  # name version module main_pkg binary out_dir crd_dir [extra
   say "$name v$version: built in $((SECONDS - t0))s ($(du -h "$out/$bin" | cut -f1))"
 }
 
+# Copies the module's webhook manifests.yaml (the Mutating/ValidatingWebhookConfigurations the
+# test bed registers by URL) to out/webhook/; also into a cache built before this step existed.
+copy_webhooks() {  # module version from_dir out_dir
+  [ -f "$4/webhook/manifests.yaml" ] && return 0
+  local from
+  from="$(module_dir "$1" "v$2")/$3/manifests.yaml"
+  [ -f "$from" ] || die "found no $3/manifests.yaml in $1@v$2: unexpected module layout"
+  mkdir -p "$4/webhook" && cp "$from" "$4/webhook/" && chmod u+w "$4/webhook/manifests.yaml"
+}
+
 build_jobset() {
   build_operator jobset "$JOBSET_VERSION" sigs.k8s.io/jobset . jobset "$jobset_dir" \
     config/components/crd/bases "-X sigs.k8s.io/jobset/pkg/version.GitVersion=v$JOBSET_VERSION"
+  copy_webhooks sigs.k8s.io/jobset "$JOBSET_VERSION" config/components/webhook "$jobset_dir"
 }
 build_trainer() {
   build_operator trainer "$TRAINER_VERSION" github.com/kubeflow/trainer/v2 \
     ./cmd/trainer-controller-manager trainer-controller-manager "$trainer_dir" manifests/base/crds
+  copy_webhooks github.com/kubeflow/trainer/v2 "$TRAINER_VERSION" manifests/base/webhook "$trainer_dir"
   # The stock ClusterTrainingRuntimes (torch-distributed, deepspeed-distributed, ...): a TrainJob
-  # names one in spec.runtimeRef. Copied only on the build that made the binary.
+  # names one in spec.runtimeRef. Copied when missing, like the webhook manifests.
   if [ ! -d "$trainer_dir/runtimes" ]; then
-    copy_yamls "$(module_dir github.com/kubeflow/trainer/v2 "v$TRAINER_VERSION")/manifests/base/runtimes" \
-      "$trainer_dir/runtimes"
+    # Assigned first: a failed download inside an argument would not stop the script.
+    local dir
+    dir=$(module_dir github.com/kubeflow/trainer/v2 "v$TRAINER_VERSION")
+    copy_yamls "$dir/manifests/base/runtimes" "$trainer_dir/runtimes"
   fi
 }
 build_kuberay() {

@@ -116,12 +116,15 @@ class LocalCluster:
 
     # -- processes ---------------------------------------------------------------------
 
-    def _process(self, role: str, argv: list[str]) -> ManagedProcess:
+    def _process(
+        self, role: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> ManagedProcess:
         proc = ManagedProcess(
             role=role,
             argv=argv,
             log_path=self.directory / "logs" / f"{role}.log",
             tie_to_parent=self.tie_to_parent,
+            env=env,
         )
         self.processes[role] = proc
         proc.start()
@@ -174,6 +177,13 @@ class LocalCluster:
                 "--v=0",
             ],
         )
+
+    def start_process(
+        self, role: str, argv: list[str], *, env: dict[str, str] | None = None
+    ) -> ManagedProcess:
+        """Start one more process of this cluster (an operator, say): logged to
+        logs/<role>.log, stopped by ``stop``, kept in the state like the control plane's."""
+        return self._process(role, argv, env)
 
     def start_full_mode(self) -> None:
         kubeconfig = str(self.kubeconfig)
@@ -354,7 +364,7 @@ class LocalCluster:
             "kubeconfig": str(self.kubeconfig),
             "nodes": [asdict(n) for n in self.nodes],
             "processes": {
-                role: {"pid": p.pid, "argv": p.argv, "log": str(p.log_path)}
+                role: {"pid": p.pid, "argv": p.argv, "log": str(p.log_path), "env": p.env}
                 for role, p in self.processes.items()
             },
         }
@@ -369,7 +379,9 @@ class LocalCluster:
             nodes=[NodeGroup(**n) for n in state["nodes"]],
         )
         for role, p in state["processes"].items():
-            proc = ManagedProcess(role=role, argv=p["argv"], log_path=Path(p["log"]))
+            proc = ManagedProcess(
+                role=role, argv=p["argv"], log_path=Path(p["log"]), env=p.get("env")
+            )
             proc.pid = p["pid"]
             cluster.processes[role] = proc
         return cluster

@@ -9,13 +9,15 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from e2e import binaries
+from e2e.local import operators as ops
 from e2e.local.cluster import LocalCluster, NodeGroup, Ports, free_ports
 from e2e.local.process import cmdline_of, pid_alive, terminate_group
 
@@ -62,11 +64,17 @@ class LocalFederation:
         nodes_file: Path | None = None,
         root: Path | None = None,
         tie_to_parent: bool = False,
+        operators: Iterable[str] = (),
     ) -> None:
+        """``operators`` (any of jobset, trainer, kuberay; needs ``full``) run on every
+        worker; the manager gets their CRDs only, since kfed itself acts there."""
         self.name = name
         self.directory = (root or state_root()) / name
         self.full = full
         self.tie_to_parent = tie_to_parent
+        self.operators = ops.check_names(operators)
+        if self.operators and not full:
+            raise ValueError("operators need the full test bed (full=True, `up --full`)")
         names = [MANAGER, *worker_names(workers)]
         node_sets = load_node_sets(nodes_file or DEFAULT_NODES_FILE, names) if full else {}
         self.clusters: dict[str, LocalCluster] = {}
@@ -87,6 +95,7 @@ class LocalFederation:
         """Start every cluster, wait until all are ready; returns the seconds it took.
         On failure everything started is stopped again before the error propagates."""
         say = _printer(progress)
+        ops.require_built(self.operators)  # BinariesMissing before anything starts
         cleanup_directory(self.directory)
         self.directory.mkdir(parents=True)
         started = time.monotonic()
@@ -110,11 +119,26 @@ class LocalFederation:
                     cluster.wait_nodes_ready()
                     count = sum(g.count for g in cluster.nodes)
                     say(f"{cluster.name}: controller-manager, scheduler, kwok up; {count} nodes")
+            if self.operators:
+                self._start_operators(say)
         except BaseException:
             self.down()
             raise
         self.save_state()
         return time.monotonic() - started
+
+    def _start_operators(self, say: Any) -> None:
+        names = ", ".join(self.operators)
+        # kubectl and the readiness checks run in threads, one per cluster (the CRDs cost each
+        # kube-apiserver several CPU-seconds); the operators start from this thread, since
+        # they die with the thread that started them.
+        with ThreadPoolExecutor(max_workers=len(self.clusters)) as pool:
+            list(pool.map(lambda c: ops.install_crds(c, self.operators), self.clusters.values()))
+            say(f"CRDs of {names} installed on {', '.join(self.clusters)}")
+            running = [ops.start(c, self.operators) for c in self.workers]
+            self.save_state()
+            list(pool.map(lambda r: r.wait_ready(), running))
+        say(f"{names} ready on {', '.join(c.name for c in self.workers)}")
 
     def down(self) -> None:
         for cluster in self.clusters.values():
@@ -192,6 +216,7 @@ class LocalFederation:
         state = {
             "name": self.name,
             "full": self.full,
+            "operators": list(self.operators),
             "clusters": {n: c.to_state() for n, c in self.clusters.items()},
         }
         tmp = self.state_file.with_suffix(".tmp")
@@ -211,6 +236,7 @@ class LocalFederation:
         fed.name = name
         fed.directory = directory
         fed.full = state["full"]
+        fed.operators = tuple(state.get("operators", ()))
         fed.tie_to_parent = False
         fed.clusters = {n: LocalCluster.from_state(c) for n, c in state["clusters"].items()}
         return fed

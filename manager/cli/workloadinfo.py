@@ -12,7 +12,8 @@ from manager.api import constants as C
 from manager.cli.common import CliError
 from manager.cli.tables import age
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.batchjob import BATCH_JOB
+from manager.controllers.jobkinds import registry
+from manager.controllers.jobkinds.base import JobKind
 from manager.federation.workloadview import (
     Placement,
     cluster_of,
@@ -32,6 +33,8 @@ Obj = dict[str, Any]
 class WorkloadRow:
     namespace: str
     name: str
+    kind: str
+    """The kind of job it was made for (JobSet, RayCluster...; "" for a Workload alone)."""
     queue: str
     flavors: str
     cluster: str
@@ -47,6 +50,7 @@ def workload_rows(items: list[Obj], *, now: float) -> list[WorkloadRow]:
             WorkloadRow(
                 namespace=str(meta["namespace"]),
                 name=str(meta["name"]),
+                kind=ws.owner_kind(wl),
                 queue=str((wl.get("spec") or {}).get("queueName") or ""),
                 flavors=",".join(flavors_of(wl)),
                 cluster=cluster_of(wl),
@@ -64,21 +68,32 @@ async def list_workloads(api: KubeApi, namespace: str | None, *, now: float) -> 
 # -- explain ---------------------------------------------------------------------------------
 
 
+async def find_job(api: KubeApi, namespace: str, name: str) -> tuple[JobKind, Obj] | None:
+    """The job ``namespace/name`` of the first kind kfed queues that has one (a Job first);
+    a kind whose CRD the manager does not serve has none."""
+    for kind in registry.KINDS.values():
+        try:
+            return kind, await api.get(kind.resource, name, namespace)
+        except errors.NotFound:
+            continue
+    return None
+
+
 async def resolve(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | None]:
-    """The Workload ``namespace/name``, or the Workload of the Job ``namespace/name`` (with
-    the Job)."""
+    """The Workload ``namespace/name``, or the Workload of the job ``namespace/name`` of any
+    kind kfed queues (with the job)."""
     try:
         return await api.get(R.WORKLOADS, name, namespace), None
     except errors.NotFound:
         pass
-    try:
-        job = await api.get(R.JOBS, name, namespace)
-    except errors.NotFound:
+    found = await find_job(api, namespace, name)
+    if found is None:
         raise CliError(
-            f"no Workload or Job {namespace}/{name} on the manager; see `kfed workloads -n "
-            f"{namespace}`"
-        ) from None
-    wl_namespace, wl_name = BATCH_JOB.workload_key(job).split("/", 1)
+            f"no Workload or job (Job, JobSet, RayCluster) {namespace}/{name} on the manager; "
+            f"see `kfed workloads -n {namespace}`"
+        )
+    kind, job = found
+    wl_namespace, wl_name = kind.workload_key(job).split("/", 1)
     try:
         return await api.get(R.WORKLOADS, wl_name, wl_namespace), job
     except errors.NotFound:
@@ -102,13 +117,15 @@ async def resolve(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | N
         )
     else:
         why = "is the kfed manager running on the manager cluster?"
-    raise CliError(f"Job {namespace}/{name} has no Workload yet: {why}")
+    raise CliError(f"{kind.resource.kind} {namespace}/{name} has no Workload yet: {why}")
 
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
     workload: str
     job: str
+    kind: str
+    """The job's kind (Job, JobSet, RayCluster...)."""
     state: str
     summary: str
     """The answer, in one sentence: why it waits, or where it runs and why."""
@@ -153,7 +170,7 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
     job_name = (
         (job or {}).get("metadata", {}).get("name")
         or (meta.get("annotations") or {}).get(C.JOB_NAME_ANNOTATION)
-        or (ws.owner_job(workload) or "/").split("/", 1)[1]
+        or ((registry.owner_of(workload) or (None, "/"))[1]).split("/", 1)[1]
     )
     notes = [note] if note else []
     placed = status.get("clusterName")
@@ -165,6 +182,7 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
     return Explanation(
         workload=f"{meta['namespace']}/{meta['name']}",
         job=str(job_name or ""),
+        kind=ws.owner_kind(workload),
         state=current,
         summary=why(workload, placement=decision),
         queue=str((workload.get("spec") or {}).get("queueName") or ""),

@@ -36,7 +36,7 @@ async def _workloads(target: Target, namespace: str | None, output: str) -> None
         where = f"in namespace {namespace}" if namespace else "in any namespace"
         out.print(f"no workloads {where}")
         return
-    headers = ("queue", "flavor", "cluster", "state", "age")
+    headers = ("kind", "queue", "flavor", "cluster", "state", "age")
     out.print(
         table(
             ("name", *headers) if namespace else ("namespace", "name", *headers),
@@ -44,6 +44,7 @@ async def _workloads(target: Target, namespace: str | None, output: str) -> None
                 (
                     *(() if namespace else (r.namespace,)),
                     r.name,
+                    r.kind,
                     r.queue,
                     r.flavors,
                     r.cluster,
@@ -102,7 +103,7 @@ def render_explanation(e: workloadinfo.Explanation) -> Group:
 
     parts: list[Text] = [
         Text.from_markup(f"[bold]Workload {escape(e.workload)}[/]")
-        + Text(f" (Job {e.job})" if e.job else ""),
+        + Text(f" ({e.kind or 'Job'} {e.job})" if e.job else ""),
         field("State", e.state),
         field("Why", e.summary),
         field(

@@ -24,7 +24,7 @@ from typing import Any
 from manager.api import constants as C
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.base import JobKind, PodSetPlacement
+from manager.controllers.jobkinds.base import JobKind, MissingReference, PodSetPlacement
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.kube import errors
@@ -35,6 +35,10 @@ from manager.kube.workqueue import WorkQueue
 from manager.telemetry import tracing
 
 log = logging.getLogger(__name__)
+
+MISSING_REFERENCE_RETRY = 10.0
+"""Seconds between tries to make the Workload of a job whose runtime (or other referenced
+object) does not exist yet."""
 Obj = dict[str, Any]
 
 
@@ -156,7 +160,7 @@ class JobController:
             if outcome is None:
                 await self._keep_suspended(job)
                 if not (job["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL):
-                    await self._create_workload(job)
+                    return await self._create_workload(job)
             return None
         if outcome is not None:
             written = await patch_guarded(
@@ -205,13 +209,29 @@ class JobController:
         if not self.kind.is_suspended(job):
             await self._patch_job(job, self.kind.suspend_fields(True))
 
-    async def _patch_job(self, job: Obj, patch: Obj) -> None:
-        with contextlib.suppress(errors.NotFound):
-            await patch_guarded(self.state.api, self.kind.resource, job, lambda _: patch)
+    async def _patch_job(self, job: Obj, patch: Obj) -> Obj | None:
+        """The job as written (None: it is gone)."""
+        try:
+            return await patch_guarded(self.state.api, self.kind.resource, job, lambda _: patch)
+        except errors.NotFound:
+            return None
 
-    async def _create_workload(self, job: Obj) -> None:
+    async def _create_workload(self, job: Obj) -> float | None:
+        """Create its Workload; seconds until the next try when what its pod sets depend on
+        is missing (a TrainJob's runtime created after it)."""
         meta = job["metadata"]
-        body = workload_for_job(job, self.state.priority_class_value, self.kind)
+        try:
+            resolved = await self.kind.with_references(job, self.state.api)
+        except MissingReference as err:
+            log.warning(
+                "no Workload for %s %s/%s yet: %s",
+                self.kind.resource.kind,
+                meta.get("namespace"),
+                meta["name"],
+                err,
+            )
+            return MISSING_REFERENCE_RETRY
+        body = workload_for_job(resolved, self.state.priority_class_value, self.kind)
         body["metadata"]["annotations"][tracing.TRACEPARENT_ANNOTATION] = self._start_trace(job)
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
@@ -237,6 +257,7 @@ class JobController:
                 meta["name"],
                 err.message,
             )
+        return None
 
     def _start_trace(self, job: Obj) -> str:
         """The workload's trace starts with its submission (or joins the submitter's trace,
@@ -286,7 +307,11 @@ class JobController:
         return result
 
     async def _start(self, job: Obj, wl: Obj) -> None:
-        await self._patch_job(job, self.kind.run_patch(job, self._placements(wl)))
+        current: Obj | None = job
+        for patch in self.kind.run_patches(job, self._placements(wl)):
+            if current is None:
+                return  # gone meanwhile
+            current = await self._patch_job(current, patch)
 
     async def _restore(self, job: Obj, wl: Obj) -> None:
         """Put back the templates the job was submitted with (kept in its Workload), once its

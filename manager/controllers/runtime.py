@@ -99,7 +99,6 @@ class ClusterController:
         self._kinds_to_find.remove(kind)
         jobs = self.state.add_job_kind(kind)
         controller = JobController(self.state, role=self.settings.role, kind=kind, jobs=jobs)
-        self.workloads.follow_jobs(kind, jobs)
         self.job_controllers.append(controller)
         log.info("queueing %s (%s)", kind.resource.kind, kind.resource.api_version)
         return controller

@@ -29,6 +29,7 @@ def workload_attributes(role: str, obj: Obj) -> dict[str, Any]:
         tracing.ROLE_ATTRIBUTE: role,
         "k8s.namespace.name": meta.get("namespace"),
         "kueue.workload": meta.get("name"),
+        "kfed.job.kind": ws.owner_kind(obj) or None,
         "kueue.local_queue": (obj.get("spec") or {}).get("queueName"),
         "kueue.cluster_queue": (status.get("admission") or {}).get("clusterQueue"),
     }

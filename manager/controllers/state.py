@@ -25,6 +25,7 @@ from manager.api.resourceflavor import ResourceFlavor
 from manager.controllers import convert
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
+from manager.controllers.jobkinds.informers import JobInformers
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.informer import Event, Informer
@@ -63,8 +64,9 @@ class ClusterState:
         self.admission_checks = informer(R.ADMISSION_CHECKS)
         self.workloads = informer(R.WORKLOADS)
         self.jobs = informer(R.JOBS)
-        self.job_kinds: dict[JobKind, Informer] = {BATCH_JOB: self.jobs}
+        self.job_kinds = JobInformers()
         """Every kind of job queued here, with its informer (``add_job_kind``)."""
+        self.job_kinds.add(BATCH_JOB, self.jobs)
         self._watch_timeout = watch_timeout
 
         self.flavors.subscribe(self._feed(ResourceFlavor, convert.flavor, "flavor"))
@@ -94,8 +96,8 @@ class ClusterState:
         """Queue jobs of this kind too (its CRD is served); returns its informer, which the
         caller runs."""
         if kind not in self.job_kinds:
-            self.job_kinds[kind] = Informer(
-                self.api, kind.resource, watch_timeout=self._watch_timeout
+            self.job_kinds.add(
+                kind, Informer(self.api, kind.resource, watch_timeout=self._watch_timeout)
             )
         return self.job_kinds[kind]
 

@@ -27,7 +27,7 @@ from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
 from manager.kube import errors
 from manager.kube import resources as R
-from manager.kube.informer import Event, Informer
+from manager.kube.informer import Event
 from manager.kube.update import Mutate, patch_guarded
 from manager.kube.workqueue import WorkQueue
 from manager.telemetry import tracing
@@ -60,22 +60,17 @@ class WorkloadController:
         """Extra conditions for "the job has stopped" (the federation adds: no remote copy
         can still run) before an evicted workload gives its quota back."""
         state.workloads.subscribe(self._on_event)
-        for kind, jobs in state.job_kinds.items():
-            self.follow_jobs(kind, jobs)
+        state.job_kinds.subscribe(self._on_job)
 
     def _on_event(self, event: Event) -> None:
         self.queue.add(event.key)
 
-    def follow_jobs(self, kind: JobKind, jobs: Informer) -> None:
-        """A job of this kind that stopped may let its evicted workload release quota."""
-
-        def on_job(event: Event) -> None:
-            key = kind.workload_key(event.obj)
-            wl = self.state.workloads.get(key)
-            if wl is not None and ws.is_evicted(wl):
-                self.queue.add(key)
-
-        jobs.subscribe(on_job)
+    def _on_job(self, kind: JobKind, event: Event) -> None:
+        """A job that stopped may let its evicted workload release quota."""
+        key = kind.workload_key(event.obj)
+        wl = self.state.workloads.get(key)
+        if wl is not None and ws.is_evicted(wl):
+            self.queue.add(key)
 
     def job_stopped(self, obj: dict[str, Any]) -> bool:
         if not all(check(obj) for check in self.stop_checks):

@@ -99,6 +99,16 @@ def workload_key_for(job: Mapping[str, Any], prefix: str = "job") -> str:
     return f"{meta.get('namespace')}/{name}"
 
 
+def owner_kind(obj: Mapping[str, Any]) -> str:
+    """The kind of job the workload was made for (its controller owner's kind: Job, JobSet,
+    RayCluster...; "" for a Workload that no job owns)."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("kind") or "")
+    return ""
+
+
 def owner_job(obj: Mapping[str, Any]) -> str | None:
     """``namespace/name`` of the Job that owns this Workload, if one does."""
     meta = obj.get("metadata") or {}

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.base import JobKind
 from manager.federation import checkstatus, leftovers
 from manager.federation.lookups import Lookups
 from manager.federation.remote import RemoteCluster
@@ -94,7 +95,15 @@ class Collector:
         copy deleted while the worker was unreachable, or by an earlier registration): they
         would block a same-named Job submitted again."""
         removed = 0
-        for job in list(remote.jobs().items()):
+        for kind, jobs in list(remote.job_informers.items()):
+            removed += await self._collect_orphans_of(remote, kind, jobs.items())
+        return removed
+
+    async def _collect_orphans_of(
+        self, remote: RemoteCluster, kind: JobKind, jobs: list[Obj]
+    ) -> int:
+        removed = 0
+        for job in jobs:
             meta = job["metadata"]
             workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL, "")
             key = f"{meta['namespace']}/{workload}"
@@ -104,14 +113,15 @@ class Collector:
                 workload=self.workload_facts(key),
             ):
                 log.info(
-                    "collecting orphan Job %s/%s on %s",
+                    "collecting orphan %s %s/%s on %s",
+                    kind.resource.kind,
                     meta["namespace"],
                     meta["name"],
                     remote.name,
                 )
                 with contextlib.suppress(errors.KubeError):
                     await remote.api.delete(
-                        R.JOBS, meta["name"], meta["namespace"], propagation="Foreground"
+                        kind.resource, meta["name"], meta["namespace"], propagation="Foreground"
                     )
                 removed += 1
         return removed

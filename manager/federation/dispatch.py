@@ -28,7 +28,7 @@ import time
 
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.batchjob import BATCH_JOB
+from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
 from manager.federation import capacity, checkstatus, following, routing
 from manager.federation.collecting import Collector
@@ -66,7 +66,7 @@ class Dispatcher:
         self.collector = Collector(self.look, self.write, self.queue.add)
         self._rescan = False
         self.state.workloads.subscribe(self._on_manager_workload)
-        self.state.jobs.subscribe(self._on_manager_job)
+        self.state.job_kinds.subscribe(self._on_manager_job)
         manager.workloads.stop_checks.append(self.look.remote_copies_stopped)
         manager.admission.on_admit.append(self._quota_reserved)
 
@@ -93,10 +93,8 @@ class Dispatcher:
     def _on_manager_workload(self, event: Event) -> None:
         self.queue.add(event.key)
 
-    def _on_manager_job(self, event: Event) -> None:
-        meta = event.obj.get("metadata") or {}
-        name = ws.workload_name_for_job(meta.get("name", ""), meta.get("uid", ""))
-        self.queue.add(f"{meta.get('namespace')}/{name}")
+    def _on_manager_job(self, kind: JobKind, event: Event) -> None:
+        self.queue.add(kind.workload_key(event.obj))
 
     def attach(self, remote: RemoteCluster) -> None:
         """Follow a worker's copies: their events bring the manager workload back here."""
@@ -107,13 +105,13 @@ class Dispatcher:
             name = labels.get(C.PREBUILT_WORKLOAD_LABEL) or meta.get("name")
             self.queue.add(f"{meta.get('namespace')}/{name}")
 
-        def on_remote_job(event: Event) -> None:
+        def on_remote_job(kind: JobKind, event: Event) -> None:
             meta = event.obj.get("metadata") or {}
             workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
             key = f"{meta.get('namespace')}/{workload}"
             if (
                 event.type == "DELETED"
-                and BATCH_JOB.outcome(event.obj) is not None
+                and kind.outcome(event.obj) is not None
                 and self.state.workloads.get(key) is not None
             ):
                 # Kept (until the record is forgotten) while its workload lives: a worker's
@@ -124,7 +122,7 @@ class Dispatcher:
             on_remote(event)
 
         remote.workloads().subscribe(on_remote)
-        remote.jobs().subscribe(on_remote_job)
+        remote.job_informers.subscribe(on_remote_job)
 
     def capacity_changed(self) -> None:
         """Something changed on a worker: waiting workloads may fit now (see rescan)."""

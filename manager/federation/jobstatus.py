@@ -1,5 +1,7 @@
-"""Status back to the manager: the remote Job's status copied to the manager's Job (whose
-own controller then finishes the Workload), and what is left of it when its pods are gone."""
+"""Status back to the manager: the remote job's status copied to the manager's job (whose
+own controller then finishes the Workload), and what is left of it when its pods are gone.
+The same for every kind: its adapter says which status the manager takes and which fields
+count running pods."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import logging
 from manager.api import constants as C
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.federation.lookups import Lookups
 from manager.kube import errors
@@ -19,10 +20,6 @@ from manager.kube.update import patch_guarded
 
 log = logging.getLogger(__name__)
 
-POD_COUNTERS = ("active", "ready", "terminating")
-"""Job status counters the worker omits when they drop to zero. Other fields (startTime) the
-apiserver forbids removing from a running Job, and they are only ever replaced."""
-
 
 class JobStatus:
     def __init__(self, state: ClusterState, look: Lookups) -> None:
@@ -30,21 +27,23 @@ class JobStatus:
         self.look = look
 
     async def sync(self, cluster: str, obj: Obj) -> None:
-        """Copy the status of the workload's Job on ``cluster`` to the manager's Job."""
+        """Copy the status of the workload's job on ``cluster`` to the manager's job."""
         remote = self.look.registry.remote(cluster)
         job = self.look.manager_job(obj)
+        kind = self.look.kind_of(obj)
         remote_job = self.look.final_remote_job(remote, obj) if remote is not None else None
         if job is None or remote_job is None:
             return
-        if (job.get("spec") or {}).get("suspend") and BATCH_JOB.outcome(remote_job) is None:
+        if kind.is_suspended(job) and kind.outcome(remote_job) is None:
             return  # requeued: only a final state (it finished there unseen) is copied
-        status = BATCH_JOB.status_for_manager(remote_job)
+        status = kind.status_for_manager(remote_job)
         current = job.get("status") or {}
         if not status or status == current:
             return
         # A merge patch only overwrites: fields the worker no longer reports (active: 0 is
         # omitted) must be removed explicitly, or a finished Job would keep active pods.
-        patch = {**{k: None for k in POD_COUNTERS if k in current and k not in status}, **status}
+        dropped = [k for k in kind.status_counters if k in current and k not in status]
+        patch = {**dict.fromkeys(dropped), **status}
         if current.get("startTime"):
             # The apiserver refuses to move startTime of a running Job: after a move to
             # another worker the manager's Job keeps the time it first started.
@@ -54,13 +53,18 @@ class JobStatus:
         meta = job["metadata"]
         try:
             await self.state.api.patch(
-                R.JOBS, meta["name"], {"status": patch}, meta["namespace"], subresource="status"
+                kind.resource,
+                meta["name"],
+                {"status": patch},
+                meta["namespace"],
+                subresource="status",
             )
         except errors.NotFound:
             return
         except errors.Invalid as err:
             log.warning(
-                "status of Job %s/%s not synced from %s: %s",
+                "status of %s %s/%s not synced from %s: %s",
+                kind.resource.kind,
                 meta["namespace"],
                 meta["name"],
                 cluster,
@@ -70,15 +74,16 @@ class JobStatus:
     async def reset(self, obj: Obj) -> None:
         """Its pods are gone from the worker: the manager's Job no longer shows them."""
         job = self.look.manager_job(obj)
+        kind = self.look.kind_of(obj)
         status = (job or {}).get("status") or {}
-        if job is None or not any(status.get(k) for k in POD_COUNTERS):
+        if job is None or not any(status.get(k) for k in kind.status_counters):
             return
         meta = job["metadata"]
         with contextlib.suppress(errors.KubeError):
             await self.state.api.patch(
-                R.JOBS,
+                kind.resource,
                 meta["name"],
-                {"status": dict.fromkeys(POD_COUNTERS)},
+                {"status": dict.fromkeys(kind.status_counters)},
                 meta["namespace"],
                 subresource="status",
             )

@@ -11,12 +11,14 @@ import time
 from manager.api import constants as C
 from manager.api import federated
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds import registry as job_kinds
+from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.federation import failover, following
 from manager.federation.records import Records
 from manager.federation.registry import ClusterRegistry
-from manager.federation.remote import JOBS_BY_WORKLOAD, RemoteCluster
+from manager.federation.remote import FEDERATED_KINDS, JOBS_BY_WORKLOAD, RemoteCluster
 from manager.federation.settings import (
     FAILOVER_POLICY_ANNOTATION,
     FailoverPolicy,
@@ -46,10 +48,6 @@ def foreign_reason(kind: str, foreign: Obj) -> str:
         f"a {kind} {meta['namespace']}/{meta['name']} that kfed did not create already exists "
         f"there (made by {whose}); kfed leaves it alone"
     )
-
-
-FEDERATED_KINDS = (BATCH_JOB,)
-"""The kinds of job kfed places on workers (the job framework queues more)."""
 
 
 class Lookups:
@@ -92,8 +90,7 @@ class Lookups:
 
     def no_adapter(self, obj: Obj) -> str | None:
         """Upstream's rejection of a workload whose owner is of a kind MultiKueue cannot
-        dispatch (None: kfed can). kfed federates batch/v1 Jobs; the job framework queues
-        more kinds, which run on the cluster that admits them until they are federated too."""
+        dispatch (None: kfed can: ``remote.FEDERATED_KINDS``)."""
         for ref in obj["metadata"].get("ownerReferences") or []:
             if not ref.get("controller"):
                 continue
@@ -128,8 +125,14 @@ class Lookups:
     # -- its objects ---------------------------------------------------------------------
 
     def manager_job(self, obj: Obj) -> Obj | None:
-        owner = ws.owner_job(obj)
-        return self.state.jobs.get(owner) if owner else None
+        found = self.state.job_of(obj)
+        return found[1] if found is not None else None
+
+    @staticmethod
+    def kind_of(obj: Obj) -> JobKind:
+        """The kind of job the workload was made for (a Job when no job owns it)."""
+        found = job_kinds.owner_of(obj, FEDERATED_KINDS)
+        return found[0] if found is not None else BATCH_JOB
 
     def copies(self, key: str) -> dict[str, Obj]:
         """Remote copies of a workload, by worker (connected workers only)."""
@@ -158,7 +161,10 @@ class Lookups:
 
     def same_named_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
         name = self.remote_job_name(obj)
-        return remote.jobs().get(f"{obj['metadata']['namespace']}/{name}") if name else None
+        jobs = remote.jobs(self.kind_of(obj))
+        if not name or jobs is None:
+            return None
+        return jobs.get(f"{obj['metadata']['namespace']}/{name}")
 
     def remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
         """This workload's Job on the worker: ours by origin (the informer's selector) AND
@@ -177,9 +183,10 @@ class Lookups:
         kept = record.finished_remote_job if record is not None else None
         return kept if kept is not None and made_for(kept, obj) else None
 
-    def remote_jobs_of(self, remote: RemoteCluster, key: str) -> list[Obj]:
-        """Our Jobs on the worker made for the workload ``key`` (whatever their name)."""
-        return remote.jobs().by_index(JOBS_BY_WORKLOAD, key)
+    def remote_jobs_of(self, remote: RemoteCluster, key: str) -> list[tuple[JobKind, Obj]]:
+        """Our jobs on the worker made for the workload ``key`` (whatever their name and
+        kind), with their kind."""
+        return remote.job_informers.by_index(JOBS_BY_WORKLOAD, key)
 
     # -- the workers -----------------------------------------------------------------------
 

@@ -90,12 +90,13 @@ class Placer:
         )
 
     def ineligible(
-        self, key: str, name: str, allowed: set[str] | None
+        self, obj: Obj, name: str, allowed: set[str] | None
     ) -> capacity.Candidate | None:
         """Why no copy may go to worker ``name`` whatever its capacity (None: it may), the
-        same in every dispatch mode: not allowed for the job, not connected, blocked by an
-        object kfed did not create, or in maintenance (any value of the annotation, so that
-        a mistyped one errs on the side of sending nothing)."""
+        same in every dispatch mode: not allowed for the job, not connected, not serving the
+        job's kind, blocked by an object kfed did not create, or in maintenance (any value
+        of the annotation, so that a mistyped one errs on the side of sending nothing)."""
+        key = ws.key_of(obj)
         if allowed is not None and name not in allowed:
             return capacity.Candidate(
                 name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
@@ -103,6 +104,12 @@ class Placer:
         remote = self.registry.remote(name)
         if remote is None or not remote.connected:
             return capacity.Candidate(name, False, "not connected")
+        kind = self.look.kind_of(obj)
+        if not remote.serves(kind):
+            res = kind.resource
+            return capacity.Candidate(
+                name, False, f"does not serve {res.kind} ({res.api_version}): no CRD there"
+            )
         if (blocked := self.look.blocked_reason(key, name)) is not None:
             return capacity.Candidate(name, False, blocked)
         if maintenance := self.look.maintenance(name):
@@ -113,10 +120,9 @@ class Placer:
         """Every worker of the config, evaluated for this workload."""
         request = self.request(obj)
         allowed = self.allowed(obj)
-        key = ws.key_of(obj)
         result = []
         for order, name in enumerate(clusters):
-            refused = self.ineligible(key, name, allowed)
+            refused = self.ineligible(obj, name, allowed)
             remote = self.registry.remote(name)
             if refused is not None or remote is None:
                 result.append(refused or capacity.Candidate(name, False, "not connected"))
@@ -289,7 +295,7 @@ class Placer:
                 return 1.0
             return await self.write.won(key, obj, check, remote, copies)
         allowed = self.allowed(obj)
-        usable = [n for n in clusters if self.ineligible(key, n, allowed) is None]
+        usable = [n for n in clusters if self.ineligible(obj, n, allowed) is None]
         if self.settings.dispatch_mode is DispatchMode.INCREMENTAL:
             record = self.records(key)
             step, started = record.round or (1, time.monotonic())

@@ -20,12 +20,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from manager.api import constants as C
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
+from manager.controllers.jobkinds.informers import JobInformers
+from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.trainjob import TRAINJOB
 from manager.federation.settings import (
     MANAGER_LEASE_PREFIX,
     SHIM_HEARTBEAT_LEASE,
     FederationSettings,
 )
-from manager.kube import errors, lease
+from manager.kube import discovery, errors, lease
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.backoff import Backoff
@@ -60,6 +66,12 @@ class RefusedWorker(Exception):
 
 
 JOBS_BY_WORKLOAD = "workload"
+
+FEDERATED_KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET, RAYCLUSTER, TRAINJOB)
+"""The kinds of job kfed places on workers; a worker gets one of them only while it serves
+that kind (its CRD is installed there)."""
+KINDS_RECHECK_SECONDS = 30.0
+"""How often a connected worker is asked again which of those kinds it serves."""
 
 
 def _workload_of_job(job: Obj) -> list[str]:
@@ -102,6 +114,10 @@ class RemoteCluster:
     on_connectivity: Callable[[RemoteCluster], None] | None = None
     state: ConnectionState = field(default_factory=ConnectionState)
     informers: dict[str, Informer] = field(default_factory=dict)
+    job_informers: JobInformers = field(
+        default_factory=lambda: JobInformers((JOBS_BY_WORKLOAD, _workload_of_job))
+    )
+    """Our jobs there, one informer per kind it serves (found again on every connect)."""
     shim_lease: lease.LeaseObserver = field(default_factory=lease.LeaseObserver)
     manager_identity: str | None = None
     """The manager cluster's identity: a worker with the same one is the manager itself."""
@@ -125,9 +141,9 @@ class RemoteCluster:
             "jobs": Informer(self.api, R.JOBS, label_selector=origin),
             "leases": Informer(self.api, R.LEASES, namespace=ns),
         }
-        # Our Jobs there filed by the manager workload they were made for: finding them must
-        # not scan every Job of the worker.
-        self.informers["jobs"].add_index(JOBS_BY_WORKLOAD, _workload_of_job)
+        # Our jobs there filed by the manager workload they were made for (JOBS_BY_WORKLOAD):
+        # finding them must not scan every job of the worker.
+        self.job_informers.add(BATCH_JOB, self.informers["jobs"])
         # Wake-ups only for what can change a decision: lease renewals (ours every few
         # seconds, the shim's heartbeat) matter only when the shim comes or goes, and Jobs
         # are followed by the dispatcher itself.
@@ -164,8 +180,27 @@ class RemoteCluster:
     def workloads(self) -> Informer:
         return self.informers["workloads"]
 
-    def jobs(self) -> Informer:
-        return self.informers["jobs"]
+    def jobs(self, kind: JobKind = BATCH_JOB) -> Informer | None:
+        """Our jobs of ``kind`` there (None: the worker does not serve that kind)."""
+        return self.job_informers.get(kind)
+
+    def serves(self, kind: JobKind) -> bool:
+        return kind in self.job_informers
+
+    async def _follow_served_kinds(self) -> None:
+        """Follow our jobs of each federated kind the worker serves now (a CRD installed
+        after the last connect included)."""
+        for kind in FEDERATED_KINDS:
+            if kind in self.job_informers:
+                continue
+            if not await discovery.serves(self.api, kind.resource):
+                continue
+            informer = Informer(self.api, kind.resource, label_selector=self.origin_selector)
+            self.job_informers.add(kind, informer)
+            name = f"jobs.{kind.resource.group}"
+            self.informers[name] = informer
+            self._tasks.append(asyncio.create_task(informer.run(), name=f"{self.name}/{name}"))
+            log.info("worker %s serves %s: following ours there", self.name, kind.resource.kind)
 
     def _observe_shim(self) -> None:
         obj = self.informers["leases"].get(f"{self.settings.namespace}/{SHIM_HEARTBEAT_LEASE}")
@@ -276,6 +311,7 @@ class RemoteCluster:
         async with asyncio.timeout(self.settings.request_timeout * 2):
             await self.api.request("GET", "/version")
             await self.ensure_namespace(self.settings.namespace)
+            await self._follow_served_kinds()
         async with asyncio.timeout(30):
             await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
         if self.state.lost_since is not None and self.on_reconnect is not None:
@@ -315,11 +351,16 @@ class RemoteCluster:
         self._changed()
 
     async def _renew_until_failure(self) -> None:
+        kinds_checked = time.monotonic()
         while True:
             self.state.last_renew_start = time.monotonic()
             async with asyncio.timeout(self.settings.request_timeout):
                 await self._renew()
             self.state.renewals += 1
+            if time.monotonic() - kinds_checked >= KINDS_RECHECK_SECONDS:
+                kinds_checked = time.monotonic()
+                async with asyncio.timeout(self.settings.request_timeout * 2):
+                    await self._follow_served_kinds()
             await asyncio.sleep(self.settings.lease_renew_period)
 
     async def _renew(self) -> None:

@@ -9,7 +9,7 @@ import contextlib
 import json
 import logging
 import time
-from typing import Any, Literal
+from typing import Any
 
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
@@ -141,7 +141,7 @@ class Writes:
             log.info("creating the copy of %s on %s failed: %s", ws.key_of(obj), remote.name, err)
             return False
 
-    def _created(self, remote: RemoteCluster, obj: Obj, kind: Literal["Workload", "Job"]) -> None:
+    def _created(self, remote: RemoteCluster, obj: Obj, kind: str) -> None:
         self.state.metrics.remote_object_created(
             remote.name, kind, cluster_queue=ws.cluster_queue_of(obj)
         )
@@ -170,11 +170,11 @@ class Writes:
         """The copy of ``key`` on ``remote`` and every Job of ours made for it."""
         namespace, name = key.split("/", 1)
         with contextlib.suppress(errors.KubeError):
-            for job in self.look.remote_jobs_of(remote, key):
-                # Foreground: the Job stays (so this copy counts as still running) until its
+            for kind, job in self.look.remote_jobs_of(remote, key):
+                # Foreground: the job stays (so this copy counts as still running) until its
                 # pods are gone, however long their termination grace.
                 await remote.api.delete(
-                    R.JOBS, job["metadata"]["name"], namespace, propagation="Foreground"
+                    kind.resource, job["metadata"]["name"], namespace, propagation="Foreground"
                 )
             await remote.api.delete(R.WORKLOADS, name, namespace)
 
@@ -216,6 +216,7 @@ class Writes:
                 if other is not None:
                     await self.delete_copy(other, key, obj)
         job = self.look.manager_job(obj)
+        kind = self.look.kind_of(obj)
         earlier = self.look.same_named_remote_job(remote, obj)
         if earlier is not None and not made_for(earlier, obj):
             return await self.wait_for_earlier_job(obj, check, remote, earlier)
@@ -225,17 +226,19 @@ class Writes:
                 workload_name=obj["metadata"]["name"],
                 origin=self.settings.origin,
                 annotations={tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj)},
+                kind=kind,
             )
+            what = kind.resource.kind
             try:
-                await remote.api.create(R.JOBS, body, body["metadata"]["namespace"])
+                await remote.api.create(kind.resource, body, body["metadata"]["namespace"])
                 self.stats.remote_jobs_created += 1
-                self._created(remote, obj, "Job")
+                self._created(remote, obj, what)
             except errors.AlreadyExists:
-                existing = await self.read_remote(remote, R.JOBS, body)
+                existing = await self.read_remote(remote, kind.resource, body)
                 if existing is None:
                     return 0.5  # deleted meanwhile: create it on the next pass
                 if not ours(existing, self.settings.origin):
-                    return await self.refuse_worker(key, obj, check, remote, "Job", existing)
+                    return await self.refuse_worker(key, obj, check, remote, what, existing)
                 if not made_for(existing, obj):
                     return await self.wait_for_earlier_job(obj, check, remote, existing)
         written = await self.set_check(

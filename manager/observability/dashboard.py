@@ -179,7 +179,8 @@ function why(w) {
 
 function workloadRows(workloads) {
   return workloads.map(w => [
-    el("td", {}, el("b", {}, w.name), el("div", {class: "note"}, w.namespace)),
+    el("td", {}, el("b", {}, w.name),
+       el("div", {class: "note"}, (w.kind ? w.kind + " · " : "") + w.namespace)),
     el("td", {class: "nowrap"}, w.queue,
        w.cluster_queue ? el("div", {class: "note"}, w.cluster_queue) : null),
     el("td", {class: "nowrap"}, w.flavors.join(", ")),

@@ -237,6 +237,8 @@ def queue_rows(state: ClusterState) -> list[QueueRow]:
 class WorkloadRow:
     namespace: str
     name: str
+    kind: str
+    """The kind of job it was made for (``workloadview.kind_of``)."""
     queue: str
     cluster_queue: str
     flavors: tuple[str, ...]
@@ -266,6 +268,7 @@ def workload_row(
     return WorkloadRow(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
+        kind=ws.owner_kind(obj),
         queue=str(spec.get("queueName") or ""),
         cluster_queue=ws.cluster_queue_of(obj),
         flavors=flavors_of(obj),

@@ -313,9 +313,7 @@ class Metrics:
 
     # -- dispatch -------------------------------------------------------------------------
 
-    def remote_object_created(
-        self, cluster: str, kind: Literal["Workload", "Job"], *, cluster_queue: str
-    ) -> None:
+    def remote_object_created(self, cluster: str, kind: str, *, cluster_queue: str) -> None:
         """An object created on a worker; a Workload copy is also a MultiKueue dispatch."""
         self.remote_objects_created.labels(cluster, kind).inc()
         if kind == "Workload":

@@ -25,7 +25,9 @@ def is_running(pod: Obj) -> bool:
 @dataclass
 class RunningPods:
     job: str
-    """The probe Job's name: pods carry it in their ``job-name`` label."""
+    """The probe job's name: pods carry it in their ``label``."""
+    label: str = "job-name"
+    """The pod label naming their job (a JobSet's pods: ``jobset.sigs.k8s.io/jobset-name``)."""
     running: dict[str, set[str]] = field(default_factory=dict)
     """worker -> uids of the probe's pods running there now."""
     first_running_at: dict[str, float] = field(default_factory=dict)
@@ -38,7 +40,7 @@ class RunningPods:
 
     def pod_event(self, worker: str, kind: str, pod: Obj, at: float) -> None:
         meta = pod.get("metadata") or {}
-        if (meta.get("labels") or {}).get("job-name") != self.job:
+        if (meta.get("labels") or {}).get(self.label) != self.job:
             return
         uid = str(meta.get("uid", ""))
         pods = self.running.setdefault(worker, set())

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.controllers import workloadstatus as ws
+from manager.kube.api import KubeApi
 from manager.kube.resources import Resource
 
 Obj = dict[str, Any]
@@ -36,6 +37,11 @@ class PodSet:
     template: Obj
     """The pod template inside the job object itself (callers that change it work on a copy
     of the job, see ``with_templates``)."""
+
+
+class MissingReference(ValueError):
+    """An object the job's pod sets depend on does not exist (yet), e.g. a TrainJob's
+    runtime: its Workload cannot be made until it does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +65,25 @@ class JobKind(ABC):
     """The Workload of a job is ``<prefix>-<job name>-<uid[:5]>`` (upstream's lowercase kind)."""
     default_managed_by: str
     """The kind's own controller's name in ``spec.managedBy``: what an unset value means."""
+    pod_label: str
+    """The label its controller puts on each of its pods, valued with its name: how a
+    worker finds the pods of a fenced job."""
+    status_counters: tuple[str, ...] = ()
+    """Status fields that count pods running now, which its controller omits once they drop
+    to zero: the manager clears them itself (a merge patch keeps what it does not name)."""
 
     # -- what the adapter says --------------------------------------------------------------
 
     @abstractmethod
     def pod_sets(self, job: Obj) -> list[PodSet]:
-        """Its pod sets in a stable order, each template a reference into ``job``."""
+        """Its pod sets in a stable order, each template a reference into ``job`` (as
+        ``with_references`` returned it)."""
+
+    async def with_references(self, job: Obj, api: KubeApi) -> Obj:
+        """The job with whatever its pod sets depend on that lives in other objects (most
+        kinds: none, the job itself); raises MissingReference when such an object is
+        missing."""
+        return job
 
     @abstractmethod
     def outcome(self, job: Obj) -> Outcome | None:
@@ -136,11 +155,15 @@ class JobKind(ABC):
             _set_or_drop(spec, "tolerations", list(placement.tolerations))
         return changed
 
-    def run_patch(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
-        """The merge patch that runs it with these placements."""
-        return _merge(
-            merge_patch(job, self.with_templates(job, placements)), self.suspend_fields(False)
-        )
+    def run_patches(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> list[Obj]:
+        """The merge patches, applied in order, that run it with these placements (one for
+        most kinds; a kind whose templates may change only while suspended needs two)."""
+        return [
+            _merge(
+                merge_patch(job, self.with_templates(job, placements)),
+                self.suspend_fields(False),
+            )
+        ]
 
     def restore_patch(self, job: Obj, originals: Mapping[str, PodSetPlacement]) -> Obj | None:
         """The merge patch that puts its templates back as submitted (None: they are)."""
@@ -163,6 +186,17 @@ class JobKind(ABC):
             {"name": ps.name, "count": max(ps.count, 1), "template": copy.deepcopy(ps.template)}
             for ps in self.pod_sets(job)
         ]
+
+
+def outcome_of_conditions(job: Obj, succeeded: str, failed: str, kind: str) -> Outcome | None:
+    """How a job ended by its ``succeeded`` or ``failed`` condition (True), with its
+    message (else "<kind> finished successfully" / "<kind> failed")."""
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("status") == "True" and c.get("type") in (succeeded, failed):
+            ok = c["type"] == succeeded
+            default = f"{kind} finished successfully" if ok else f"{kind} failed"
+            return Outcome(ok, str(c.get("message") or default))
+    return None
 
 
 def _set_or_drop(spec: Obj, field: str, value: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet
+from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet, outcome_of_conditions
 from manager.kube import resources as R
 
 GENERATED_LABELS = (
@@ -28,18 +28,15 @@ class BatchJob(JobKind):
     resource = R.JOBS
     workload_prefix = "job"
     default_managed_by = "kubernetes.io/job-controller"
+    pod_label = "batch.kubernetes.io/job-name"
+    status_counters = ("active", "ready", "terminating")
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         spec = job.get("spec") or {}
         return [PodSet("main", pods_per_job(spec), spec.get("template") or {})]
 
     def outcome(self, job: Obj) -> Outcome | None:
-        for c in (job.get("status") or {}).get("conditions") or []:
-            if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
-                ok = c["type"] == "Complete"
-                default = "Job finished successfully" if ok else "Job failed"
-                return Outcome(ok, str(c.get("message") or default))
-        return None
+        return outcome_of_conditions(job, "Complete", "Failed", "Job")
 
     def is_active(self, job: Obj) -> bool:
         return bool((job.get("status") or {}).get("active"))

@@ -4,7 +4,7 @@ JobSet is admitted at once (gang) and placed on one worker."""
 
 from __future__ import annotations
 
-from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet
+from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet, outcome_of_conditions
 from manager.controllers.jobkinds.batchjob import pods_per_job
 from manager.kube.resources import Resource
 
@@ -15,6 +15,7 @@ class JobSetKind(JobKind):
     resource = JOBSETS
     workload_prefix = "jobset"
     default_managed_by = "jobset.sigs.k8s.io/jobset-controller"
+    pod_label = "jobset.sigs.k8s.io/jobset-name"
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         result = []
@@ -31,13 +32,11 @@ class JobSetKind(JobKind):
         return result
 
     def outcome(self, job: Obj) -> Outcome | None:
-        for c in (job.get("status") or {}).get("conditions") or []:
-            if c.get("status") == "True" and c.get("type") in ("Completed", "Failed"):
-                ok = c["type"] == "Completed"
-                default = "JobSet finished successfully" if ok else "JobSet failed"
-                return Outcome(ok, str(c.get("message") or default))
-        return None
+        return outcome_of_conditions(job, "Completed", "Failed", "JobSet")
 
     def is_active(self, job: Obj) -> bool:
         statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
         return any(int(s.get("active") or 0) > 0 for s in statuses)
+
+
+JOBSET = JobSetKind()

@@ -14,6 +14,7 @@ class RayClusterKind(JobKind):
     resource = RAYCLUSTERS
     workload_prefix = "raycluster"
     default_managed_by = "ray.io/kuberay-operator"
+    pod_label = "ray.io/cluster"
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         spec = job.get("spec") or {}
@@ -36,3 +37,6 @@ class RayClusterKind(JobKind):
     def is_active(self, job: Obj) -> bool:
         status = job.get("status") or {}
         return int(status.get("readyWorkerReplicas") or 0) > 0 or status.get("state") == "ready"
+
+
+RAYCLUSTER = RayClusterKind()

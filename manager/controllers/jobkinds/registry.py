@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from manager.controllers.jobkinds.base import JobKind, Obj
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.controllers.jobkinds.jobset import JobSetKind
-from manager.controllers.jobkinds.raycluster import RayClusterKind
+from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.trainjob import TRAINJOB
 
 KINDS: dict[str, JobKind] = {
     "batch/job": BATCH_JOB,
-    "jobset.x-k8s.io/jobset": JobSetKind(),
-    "ray.io/raycluster": RayClusterKind(),
+    "jobset.x-k8s.io/jobset": JOBSET,
+    "ray.io/raycluster": RAYCLUSTER,
+    "trainer.kubeflow.org/trainjob": TRAINJOB,
 }
 """Integration name -> adapter. ``batch/job`` is always on."""
 

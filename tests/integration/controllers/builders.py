@@ -117,19 +117,42 @@ def job(
     }
 
 
-def jobset(namespace: str, name: str, queue: str, *, workers: int) -> Obj:
-    """A driver (1 pod, cpu only) and ``workers`` GPU workers (2 Jobs of workers/2 pods)."""
+def pod_template(gpus: int, *, model: str | None = None, delay_ms: int | None = None) -> Obj:
+    """A pod of ``gpus`` GPUs (none: cpu only), on nodes of that GPU ``model`` if given,
+    that kwok completes after ``delay_ms`` when a Job owns it."""
+    requests = {"cpu": "1", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+    resources: Obj = {"requests": requests}
+    if gpus:
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}  # required of extended resources
+    spec: Obj = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox", "resources": resources}],
+    }
+    if model:
+        spec["nodeSelector"] = {"gpu.model": model}
+    template: Obj = {"spec": spec}
+    if delay_ms is not None:
+        template["metadata"] = {
+            "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": str(delay_ms)}
+        }
+    return template
+
+
+def jobset(
+    namespace: str,
+    name: str,
+    queue: str,
+    *,
+    workers: int,
+    model: str | None = None,
+    delay_ms: int | None = None,
+) -> Obj:
+    """A driver (1 pod, cpu only) and ``workers`` GPU workers (2 Jobs of workers/2 pods),
+    every pod on nodes of GPU ``model`` when given (a cpu-only pod set is placed by its
+    flavor too: the driver goes where the workers go)."""
 
     def pod(gpus: int) -> Obj:
-        requests = {"cpu": "1", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
-        return {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {"name": "main", "image": "busybox", "resources": {"requests": requests}}
-                ],
-            }
-        }
+        return pod_template(gpus, model=model, delay_ms=delay_ms)
 
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -150,5 +173,36 @@ def jobset(namespace: str, name: str, queue: str, *, workers: int) -> Obj:
                     },
                 },
             ]
+        },
+    }
+
+
+def raycluster(
+    namespace: str, name: str, queue: str, *, gpu_workers: int, model: str | None = None
+) -> Obj:
+    """A head (cpu only) and one worker group of ``gpu_workers`` one-GPU pods."""
+
+    def template(gpus: int) -> Obj:
+        pod = pod_template(gpus, model=model)
+        pod["spec"].pop("restartPolicy")
+        pod["spec"]["containers"][0].update(name="ray", image="rayproject/ray")
+        return pod
+
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": namespace, "labels": {C.QUEUE_NAME_LABEL: queue}},
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": template(0)},
+            "workerGroupSpecs": [
+                {
+                    "groupName": "gpu",
+                    "replicas": gpu_workers,
+                    "minReplicas": 0,
+                    "maxReplicas": gpu_workers,
+                    "rayStartParams": {},
+                    "template": template(1),
+                }
+            ],
         },
     }

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
-from worker_shim.fencing import JOB_NAME_LABEL, stop_job_pods
+from worker_shim.fencing import stop_pods
 
 pytestmark = pytest.mark.full
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.full
 def job_pod(name: str, job: str) -> Obj:
     """A pod of ``job`` that no node takes (it waits, as a pod not yet started does)."""
     return {
-        "metadata": {"name": name, "labels": {JOB_NAME_LABEL: job}},
+        "metadata": {"name": name, "labels": {BATCH_JOB.pod_label: job}},
         "spec": {
             "nodeSelector": {"kfed.test/no-such-node": "true"},
             "containers": [{"name": "main", "image": "busybox"}],
@@ -42,7 +43,7 @@ async def test_a_fence_stops_the_pods_that_run_and_leaves_the_finished_ones(
     await ended(api, ns, "succeeded", "Succeeded")
     await ended(api, ns, "failed", "Failed")
 
-    stopped = await stop_job_pods(api, ns, "fenced", grace_seconds=1)
+    stopped = await stop_pods(api, ns, f"{BATCH_JOB.pod_label}=fenced", grace_seconds=1)
 
     assert stopped == 1
     for name in ("succeeded", "failed", "other-job"):

@@ -11,7 +11,6 @@ import pytest
 
 from e2e.binaries import operators
 from e2e.waiting import wait_for
-from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.raycluster import RAYCLUSTERS, RayClusterKind
 from manager.kube import errors
@@ -23,32 +22,6 @@ from tests.integration.controllers.helpers import install_crds
 
 pytestmark = pytest.mark.full
 Obj = dict[str, Any]
-
-
-def raycluster(namespace: str, name: str, queue: str, *, gpu_workers: int) -> Obj:
-    def template(gpus: int) -> Obj:
-        requests = {"cpu": "1", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
-        container = {"name": "ray", "image": "rayproject/ray", "resources": {"requests": requests}}
-        return {"spec": {"containers": [container]}}
-
-    return {
-        "apiVersion": RAYCLUSTERS.api_version,
-        "kind": "RayCluster",
-        "metadata": {"name": name, "namespace": namespace, "labels": {C.QUEUE_NAME_LABEL: queue}},
-        "spec": {
-            "headGroupSpec": {"rayStartParams": {}, "template": template(0)},
-            "workerGroupSpecs": [
-                {
-                    "groupName": "gpu",
-                    "replicas": gpu_workers,
-                    "minReplicas": 0,
-                    "maxReplicas": gpu_workers,
-                    "rayStartParams": {},
-                    "template": template(1),
-                }
-            ],
-        },
-    }
 
 
 async def test_a_raycluster_is_admitted_with_its_head_and_workers_together(
@@ -66,7 +39,7 @@ async def test_a_raycluster_is_admitted_with_its_head_and_workers_together(
     )
     await api.create(R.LOCAL_QUEUES, b.local_queue(ns, "q", f"ray-{unique}"), ns)
     await start_controller()
-    await api.create(RAYCLUSTERS, raycluster(ns, "ray", "q", gpu_workers=2), ns)
+    await api.create(RAYCLUSTERS, b.raycluster(ns, "ray", "q", gpu_workers=2), ns)
 
     async def resumed() -> Obj | None:
         rc = await api.get(RAYCLUSTERS, "ray", ns)

@@ -32,7 +32,11 @@ async def complete_jobs(api: KubeApi, namespace: str) -> set[str]:
 
 
 class RunWatch:
-    def __init__(self, workers: Mapping[str, KubeApi], namespace: str) -> None:
+    def __init__(
+        self, workers: Mapping[str, KubeApi], namespace: str, *, label: str = "job-name"
+    ) -> None:
+        self.label = label
+        """The pod label naming the job a pod belongs to (a JobSet's: its JobSet label)."""
         self.succeeded: dict[str, set[str]] = defaultdict(set)
         """Job -> uids of its pods that succeeded, on any worker."""
         self.succeeded_on: dict[str, dict[str, float]] = defaultdict(dict)
@@ -46,11 +50,11 @@ class RunWatch:
         self._tasks: list[asyncio.Task[None]] = []
 
     def _on_pod(self, worker: str, event: Event) -> None:
-        job = (event.obj["metadata"].get("labels") or {}).get("job-name")
+        job = (event.obj["metadata"].get("labels") or {}).get(self.label)
         if not job:
             return
         if job not in self.runs:
-            self.runs[job] = RunningPods(job)
+            self.runs[job] = RunningPods(job, self.label)
         self.runs[job].pod_event(worker, event.type, event.obj, time.monotonic())
         if (event.obj.get("status") or {}).get("phase") == "Succeeded":
             self.succeeded[job].add(event.obj["metadata"]["uid"])

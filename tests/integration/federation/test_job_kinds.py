@@ -1,52 +1,364 @@
-"""Kinds of job the manager queues but does not federate yet, as upstream MultiKueue treats a
-kind without an adapter: the webhook suspends it and gives it to MultiKueue at creation, the
-MultiKueue check rejects the workload with upstream's words, the workload is deactivated, and
-nothing of it runs, on the manager or on any worker."""
+"""JobSets and RayClusters federated like Jobs, under the real JobSet and KubeRay operators on
+the workers (the bed runs them, ``e2e/local/operators.py``; the manager has only their CRDs):
+placed whole on one worker with the free GPUs, run there, their status back on the manager's
+object, moved once when their worker is cut off or drained, and a kind with no adapter
+refused as upstream refuses it."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from e2e.binaries import operators
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.jobset import JOBSETS, JobSetKind
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.federation import checkstatus
 from manager.kube import errors
 from manager.kube import resources as R
-from tests.integration.controllers.builders import jobset
-from tests.integration.controllers.helpers import install_crds
+from manager.kube.api import KubeApi
+from tests.integration.controllers.builders import jobset, raycluster
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed
+from tests.integration.federation.runs import RunWatch
+from tests.integration.federation.test_dispatch import h100_job
 from tests.integration.federation.test_never_twice_never_stuck import start
 
 pytestmark = pytest.mark.full
 NS = article.NS
 Obj = dict[str, Any]
+H100_WORKERS = ("worker-2", "worker-3")
+JOBSET_POD_LABEL = JOBSET.pod_label
 
 
-async def test_upstream_a_kind_without_a_multikueue_adapter_is_rejected_and_never_runs(
+async def workload_of(api: KubeApi, kind: JobKind, name: str) -> Obj | None:
+    try:
+        job = await api.get(kind.resource, name, NS)
+        return await api.get(R.WORKLOADS, kind.workload_name(name, job["metadata"]["uid"]), NS)
+    except errors.NotFound:
+        return None
+
+
+async def placed_on(api: KubeApi, kind: JobKind, name: str) -> str | None:
+    wl = await workload_of(api, kind, name)
+    if wl is None or checkstatus.check_state(wl, CHECK)[0] != "Ready":
+        return None
+    return str(ws.status_of(wl).get("clusterName") or "") or None
+
+
+async def check_message(api: KubeApi, kind: JobKind, name: str) -> str:
+    wl = await workload_of(api, kind, name)
+    return checkstatus.check_state(wl, CHECK)[1] if wl is not None else ""
+
+
+async def outcome(api: KubeApi, kind: JobKind, name: str) -> bool | None:
+    """True/False once the manager's object says it succeeded/failed."""
+    found = kind.outcome(await api.get(kind.resource, name, NS))
+    return found.succeeded if found is not None else None
+
+
+async def jobset_pods(api: KubeApi, name: str, phase: str = "Running") -> int:
+    pods = (await api.list(R.PODS, NS, label_selector=f"{JOBSET_POD_LABEL}={name}"))["items"]
+    return sum(
+        1
+        for p in pods
+        if (p.get("status") or {}).get("phase") == phase
+        and not p["metadata"].get("deletionTimestamp")
+    )
+
+
+async def nothing_of(bed: Bed, kind: JobKind, name: str) -> list[str]:
+    """The workers that hold a copy of the workload or an object of the job."""
+    found = []
+    for worker, wapi in bed.worker_apis.items():
+        copies = (await wapi.list(R.WORKLOADS, NS))["items"]
+        jobs = (await wapi.list(kind.resource, NS))["items"]
+        if [c for c in copies if f"-{name}-" in c["metadata"]["name"]] or [
+            j for j in jobs if j["metadata"]["name"] == name
+        ]:
+            found.append(worker)
+    return found
+
+
+def other_h100(worker: str) -> str:
+    return next(w for w in H100_WORKERS if w != worker)
+
+
+async def running_jobset(bed: Bed, name: str, *, delay_ms: int) -> tuple[str, str]:
+    """Submit a JobSet of a driver and four one-GPU H100 workers; once all 5 pods run on one
+    H100 worker: that worker and the other H100 worker."""
+    api = bed.manager_api
+    body = jobset(NS, name, "gpu-lq", workers=4, model="h100", delay_ms=delay_ms)
+    await api.create(JOBSET.resource, body, NS)
+    first = await wait_for(lambda: placed_on(api, JOBSET, name), timeout=60, what="placed")
+    assert first is not None
+
+    async def running_there() -> bool:
+        return await jobset_pods(bed.worker_apis[first], name) == 5
+
+    await wait_for(running_there, timeout=90, what=f"all 5 pods running on {first}")
+    return first, other_h100(first)
+
+
+async def test_upstream_a_jobset_runs_on_one_worker_and_ends_completed_with_its_status(
     article_bed: Bed,
 ) -> None:
+    """Upstream's MultiKueue "Should run a jobSet on worker if admitted": a driver and four
+    one-GPU H100 workers (5 pods) are placed whole on one H100 worker, run there under the
+    real JobSet controller, and the manager's JobSet ends Completed with the worker's status;
+    its copies are removed once it finished."""
     bed = article_bed
-    api = bed.manager_api
-    await install_crds(api, operators.JOBSET, JOBSETS)
     await start(bed)
-    await api.create(JOBSETS, jobset(NS, "unfederated", "gpu-lq", workers=2), NS)
-    js = await api.get(JOBSETS, "unfederated", NS)
-    # The manager's webhook took it, as it takes Jobs: suspended at creation, and given to
-    # MultiKueue, so a JobSet operator on the manager would leave it alone.
-    assert js["spec"]["suspend"] is True
-    assert js["spec"]["managedBy"] == C.MULTIKUEUE_MANAGED_BY
-    name = JobSetKind().workload_key(js).split("/", 1)[1]
+    api = bed.manager_api
+    async with RunWatch(bed.worker_apis, NS, label=JOBSET_POD_LABEL) as runs:
+        submitted = time.monotonic()
+        await api.create(
+            JOBSET.resource,
+            jobset(NS, "train", "gpu-lq", workers=4, model="h100", delay_ms=10_000),
+            NS,
+        )
+        created = await api.get(JOBSET.resource, "train", NS)
+        assert created["spec"]["suspend"] is True
+        assert created["spec"]["managedBy"] == C.MULTIKUEUE_MANAGED_BY
+        worker = await wait_for(
+            lambda: placed_on(api, JOBSET, "train"), timeout=60, what="the JobSet placed"
+        )
+        assert worker in H100_WORKERS
+        wapi = bed.worker_apis[worker]
 
-    async def rejected_and_deactivated() -> str | None:
+        async def all_five_running() -> bool:
+            return await jobset_pods(wapi, "train") == 5
+
+        await wait_for(all_five_running, timeout=90, interval=0.2, what="all 5 pods running")
+        print(f"submit -> all 5 pods running on {worker}: {time.monotonic() - submitted:.1f}s")
+        remote = await wapi.get(JOBSET.resource, "train", NS)
+        assert remote["spec"]["suspend"] is False and "managedBy" not in remote["spec"]
+        done = await wait_for(
+            lambda: outcome(api, JOBSET, "train"), timeout=120, what="the manager's JobSet ended"
+        )
+        assert done is True
+        manager_status = (await api.get(JOBSET.resource, "train", NS))["status"]
+        assert manager_status.get("terminalState") == "Completed", manager_status
+        succeeded = {s["name"]: s.get("succeeded") for s in manager_status["replicatedJobsStatus"]}
+        assert succeeded == {"driver": 1, "workers": 2}, "the worker's replicated job counts"
+        wl = await workload_of(api, JOBSET, "train")
+        assert wl is not None and ws.is_finished(wl)
+        assert runs.clusters_of("train") == {worker}, "every pod set ran on that one worker"
+        assert not runs.double_runs()
+
+        async def copies_gone() -> bool:
+            return not await nothing_of(bed, JOBSET, "train")
+
+        await wait_for(copies_gone, timeout=60, what="its copies removed once finished")
+
+
+async def test_a_jobset_that_no_single_worker_can_hold_waits_and_is_never_split(
+    article_bed: Bed,
+) -> None:
+    """Each H100 worker has 2 of its 4 GPUs free: 4 are free in all, as many as the JobSet
+    asks for, but on no one worker. It waits with a reason naming both, nothing of it is
+    created anywhere, and once one worker has 4 free it runs there whole."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    for worker in H100_WORKERS:
+        await bed.worker_apis[worker].create(R.JOBS, h100_job("half", gpus=2, delay_ms=600_000), NS)
+    await api.create(JOBSET.resource, jobset(NS, "big", "gpu-lq", workers=4, model="h100"), NS)
+
+    async def waiting_for_both() -> str | None:
+        message = await check_message(api, JOBSET, "big")
+        return message if all(w in message for w in H100_WORKERS) else None
+
+    message = await wait_for(waiting_for_both, timeout=60, what="a wait naming both workers")
+    print(message)
+    assert await placed_on(api, JOBSET, "big") is None
+    assert not await nothing_of(bed, JOBSET, "big"), "nothing of it on any worker"
+    await bed.worker_apis["worker-3"].delete(R.JOBS, "half", NS, propagation="Background")
+    chosen = await wait_for(
+        lambda: placed_on(api, JOBSET, "big"), timeout=90, what="placed once a worker has room"
+    )
+    assert chosen == "worker-3"
+
+    async def all_five_running() -> bool:
+        return await jobset_pods(bed.worker_apis["worker-3"], "big") == 5
+
+    await wait_for(all_five_running, timeout=90, what="all 5 pods running on worker-3")
+    assert await jobset_pods(bed.worker_apis["worker-2"], "big") == 0
+
+
+async def test_upstream_a_raycluster_becomes_ready_on_a_worker_and_its_deletion_reaches_it(
+    article_bed: Bed,
+) -> None:
+    """Upstream's MultiKueue "Should run a RayCluster on worker if admitted": a head and a
+    group of two one-GPU H100 workers, placed on one worker, ready there under the real KubeRay
+    operator, the manager's RayCluster shows it ready; deleted on the manager, it is deleted
+    on the worker."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    await api.create(
+        RAYCLUSTER.resource, raycluster(NS, "ray", "gpu-lq", gpu_workers=2, model="h100"), NS
+    )
+    worker = await wait_for(
+        lambda: placed_on(api, RAYCLUSTER, "ray"), timeout=60, what="the RayCluster placed"
+    )
+    assert worker in H100_WORKERS
+
+    async def ready_on_manager() -> bool:
+        status = (await api.get(RAYCLUSTER.resource, "ray", NS)).get("status") or {}
+        return status.get("state") == "ready"
+
+    await wait_for(ready_on_manager, timeout=120, what="the manager's RayCluster ready")
+    remote = await bed.worker_apis[worker].get(RAYCLUSTER.resource, "ray", NS)
+    assert (remote.get("status") or {}).get("state") == "ready"
+    assert not await nothing_of(bed, RAYCLUSTER, "ray") or await nothing_of(
+        bed, RAYCLUSTER, "ray"
+    ) == [worker], "on that worker only"
+    await api.delete(RAYCLUSTER.resource, "ray", NS)
+
+    async def gone_everywhere() -> bool:
+        return not await nothing_of(bed, RAYCLUSTER, "ray")
+
+    await wait_for(gone_everywhere, timeout=60, what="the RayCluster gone from the worker")
+
+
+async def test_a_running_jobset_cut_off_with_its_worker_is_fenced_and_runs_once_elsewhere(
+    article_bed: Bed,
+) -> None:
+    """The fast policy's partition failover, for a JobSet: all 5 pods run on one H100 worker,
+    which is cut off; the worker fences the JobSet (its pods stop), and only then does it run
+    on the other H100 worker, whole, never on two workers at once; it ends Completed."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    async with RunWatch(bed.worker_apis, NS, label=JOBSET_POD_LABEL) as runs:
+        first, other = await running_jobset(bed, "cut", delay_ms=25_000)
+        bed.proxies[first].cut()
         try:
-            wl = await api.get(R.WORKLOADS, name, NS)
-        except errors.NotFound:
-            return None
+
+            async def running_elsewhere() -> bool:
+                return await jobset_pods(bed.worker_apis[other], "cut") == 5
+
+            await wait_for(running_elsewhere, timeout=90, what=f"all 5 pods running on {other}")
+            assert await jobset_pods(bed.worker_apis[first], "cut") == 0, "fenced there"
+        finally:
+            bed.proxies[first].heal()
+        done = await wait_for(
+            lambda: outcome(api, JOBSET, "cut"), timeout=120, what="the JobSet ended"
+        )
+        assert done is True
+    assert not runs.double_runs(), "pods of the JobSet ran on two workers at once"
+    assert runs.clusters_of("cut") == {first, other}
+
+
+async def test_a_running_jobset_moves_off_a_drained_worker_whole(article_bed: Bed) -> None:
+    """``drain`` on the JobSet's worker: its pods stop there and it runs on the other H100
+    worker, whole; nothing of it is left on the drained one."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    first, other = await running_jobset(bed, "drained", delay_ms=120_000)
+    annotate = {"metadata": {"annotations": {C.MAINTENANCE_ANNOTATION: "drain"}}}
+    await api.patch(R.MULTIKUEUE_CLUSTERS, first, annotate)
+    try:
+
+        async def moved_whole() -> bool:
+            return await jobset_pods(bed.worker_apis[other], "drained") == 5
+
+        await wait_for(moved_whole, timeout=90, what=f"all 5 pods running on {other}")
+
+        async def nothing_left() -> bool:
+            return first not in await nothing_of(bed, JOBSET, "drained") and (
+                await jobset_pods(bed.worker_apis[first], "drained") == 0
+            )
+
+        await wait_for(nothing_left, timeout=90, what=f"nothing of it left on {first}")
+    finally:
+        cleared = {"metadata": {"annotations": {C.MAINTENANCE_ANNOTATION: None}}}
+        await api.patch(R.MULTIKUEUE_CLUSTERS, first, cleared)
+
+
+async def test_a_jobset_asking_more_gpus_than_any_worker_has_waits_with_a_reason(
+    article_bed: Bed,
+) -> None:
+    """Six H100 GPUs, more than the global quota (and any worker) holds: the Workload stays
+    pending with the admission's readable reason, and nothing is created on any worker."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    await api.create(JOBSET.resource, jobset(NS, "huge", "gpu-lq", workers=6, model="h100"), NS)
+
+    async def pending_reason() -> str | None:
+        wl = await workload_of(api, JOBSET, "huge")
+        for c in ws.status_of(wl or {}).get("conditions") or []:
+            if c["type"] == C.QUOTA_RESERVED and c["status"] == "False" and c.get("message"):
+                return str(c["message"])
+        return None
+
+    message = await wait_for(pending_reason, timeout=60, what="a pending reason")
+    assert message is not None and "nvidia.com/gpu" in message, message
+    assert not await nothing_of(bed, JOBSET, "huge")
+
+
+async def test_upstream_a_workload_of_a_kind_without_an_adapter_is_rejected_and_never_sent(
+    article_bed: Bed,
+) -> None:
+    """Upstream's rejection, in its words: a Workload whose owner is of a kind MultiKueue has
+    no adapter for (here a ConfigMap) gets the check Rejected and is deactivated; nothing is
+    sent to any worker."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    owner = await api.create(R.CONFIGMAPS, {"metadata": {"name": "odd-owner"}}, NS)
+    request = {"cpu": "1", "nvidia.com/gpu": "1"}
+    await api.create(
+        R.WORKLOADS,
+        {
+            "apiVersion": C.API_VERSION,
+            "kind": "Workload",
+            "metadata": {
+                "name": "odd",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "name": "odd-owner",
+                        "uid": owner["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "queueName": "gpu-lq",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {
+                                "nodeSelector": {"gpu.model": "h100"},
+                                "containers": [
+                                    {
+                                        "name": "c",
+                                        "image": "busybox",
+                                        "resources": {"requests": request},
+                                    }
+                                ],
+                            }
+                        },
+                    }
+                ],
+            },
+        },
+        NS,
+    )
+
+    async def rejected() -> str | None:
+        wl = await api.get(R.WORKLOADS, "odd", NS)
         if ws.is_active(wl):
             return None
         for c in ws.status_of(wl).get("conditions") or []:
@@ -54,13 +366,9 @@ async def test_upstream_a_kind_without_a_multikueue_adapter_is_rejected_and_neve
                 return str(c["message"])
         return None
 
-    message = await wait_for(
-        rejected_and_deactivated, timeout=60, what="the JobSet's workload rejected, deactivated"
-    )
-    assert message is not None
-    expected = 'No multikueue adapter found for owner kind "jobset.x-k8s.io/v1alpha2, Kind=JobSet"'
-    assert f"{CHECK}: {expected}" in message, message
-    assert (await api.get(JOBSETS, "unfederated", NS))["spec"]["suspend"] is True
+    message = await wait_for(rejected, timeout=60, what="the workload rejected and deactivated")
+    expected = 'No multikueue adapter found for owner kind "/v1, Kind=ConfigMap"'
+    assert message is not None and f"{CHECK}: {expected}" in message, message
     for worker, wapi in bed.worker_apis.items():
         copies = (await wapi.list(R.WORKLOADS, NS))["items"]
-        assert not [c for c in copies if c["metadata"]["name"] == name], worker
+        assert not [c for c in copies if c["metadata"]["name"] == "odd"], worker

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from manager.api import constants as C
 from manager.cli import workloadinfo as wi
@@ -94,7 +95,7 @@ def test_explain_and_the_dashboard_say_the_same_sentence() -> None:
 def test_rows_show_queue_flavor_cluster_state_and_age() -> None:
     rows = {r.name: r for r in wi.workload_rows([PLACED, PENDING, RESERVED], now=NOW)}
     assert rows["placed"] == wi.WorkloadRow(
-        "ml-jobs", "placed", "gpu-lq", "h100", "worker-2", "Admitted", "5m"
+        "ml-jobs", "placed", "", "gpu-lq", "h100", "worker-2", "Admitted", "5m"
     )
     assert rows["reserved"].cluster == "worker-2 (nominated)"
     assert rows["pending"].flavors == "" and rows["pending"].cluster == ""
@@ -103,6 +104,28 @@ def test_rows_show_queue_flavor_cluster_state_and_age() -> None:
         "placed",
         "reserved",
     ]
+
+
+def owned_by(wl: dict[str, Any], api_version: str, kind: str, name: str) -> dict[str, Any]:
+    owned: dict[str, Any] = json.loads(json.dumps(wl))
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": api_version, "kind": kind, "name": name, "uid": "u1", "controller": True}
+    ]
+    return owned
+
+
+def test_rows_and_explanations_name_the_kind_of_job() -> None:
+    """JobSets and RayClusters are shown as Jobs are, with their kind; an owner of a kind
+    kfed does not queue is still named."""
+    jobset = owned_by(PLACED, "jobset.x-k8s.io/v1alpha2", "JobSet", "train")
+    ray = owned_by(PENDING, "ray.io/v1", "RayCluster", "ray")
+    odd = owned_by(RESERVED, "v1", "ConfigMap", "odd")
+    rows = {r.name: r.kind for r in wi.workload_rows([jobset, ray, odd], now=NOW)}
+    assert rows == {"placed": "JobSet", "pending": "RayCluster", "reserved": "ConfigMap"}
+    jobset["metadata"]["annotations"] = {}
+    e = wi.explain(jobset)
+    assert (e.kind, e.job) == ("JobSet", "train")
+    assert "(JobSet train)" in render_text(render_explanation(e))
 
 
 def test_a_pending_workload_is_explained_by_its_queue_message() -> None:

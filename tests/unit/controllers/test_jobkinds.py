@@ -123,7 +123,7 @@ def test_run_patch_of_a_job_sets_its_template_and_resumes_it() -> None:
     original = job()
     original["spec"]["template"]["spec"]["nodeSelector"] = {"team": "a"}
     merged = PodSetPlacement({"team": "a", **H100.node_selector}, H100.tolerations)
-    patch = BatchJob().run_patch(original, {"main": merged})
+    (patch,) = BatchJob().run_patches(original, {"main": merged})
     assert patch == {
         "spec": {
             "suspend": False,
@@ -153,7 +153,7 @@ def test_run_patch_of_a_jobset_places_every_replicated_job() -> None:
     kind = JobSetKind()
     js = jobset(("driver", 1, None, None), ("workers", 2, 2, None))
     cpu = PodSetPlacement({"node": "cpu"}, [])
-    patch = kind.run_patch(js, {"driver": cpu, "workers": H100})
+    (patch,) = kind.run_patches(js, {"driver": cpu, "workers": H100})
     assert patch["spec"]["suspend"] is False
     templates = [
         rj["template"]["spec"]["template"]["spec"] for rj in patch["spec"]["replicatedJobs"]

@@ -474,6 +474,7 @@ def test_the_configuration_sends_only_queued_job_creations_and_fails_closed() ->
             ("batch", "v1", "jobs"),
             ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
             ("ray.io", "v1", "rayclusters"),
+            ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
         )
     ]
     assert hook["objectSelector"] == {

@@ -1,0 +1,322 @@
+"""The batch operators a full local worker cluster runs: JobSet, Kubeflow Trainer v2 and KubeRay.
+
+Each runs as one more process of its LocalCluster (role = operator name, log in the cluster's
+``logs/``), from the binaries ``build-operators.sh`` caches, exactly as that script's header
+says they must run against a bare control plane: leader election off, every port a free one on
+127.0.0.1, webhooks served with a certificate of our own CA and registered by URL (never a
+Service: there is no kube-proxy), CRDs applied server-side before anything starts. Nothing is
+read from a network at run time: CRDs, webhook manifests and runtimes come from the cache.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import http.client
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import binaries
+from e2e.local import pki
+from e2e.local.cluster import ClusterStartError, LocalCluster, free_ports
+from e2e.waiting import wait_for_sync
+
+# Also the order they start in: JobSet's CRDs must be served before the trainer starts (it
+# watches JobSets from startup).
+OPERATORS: tuple[str, ...] = ("jobset", "trainer", "kuberay")
+# A TrainJob runs as a JobSet: without the JobSet controller the trainer cannot do anything.
+_NEEDS = {"trainer": "jobset"}
+HOST = "127.0.0.1"
+FIELD_MANAGER = "kfed-operators"
+# As JobSet's config/components/webhook/patches: its pod webhooks see JobSet pods only, so a
+# stopped jobset never blocks other pods.
+JOBSET_POD_SELECTOR: dict[str, Any] = {
+    "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]
+}
+# What proves JobSet's webhooks serve: the defaulting and validating webhooks both run on a
+# server-side dry run, and nothing is stored.
+_PROBE_JOBSET: dict[str, Any] = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": {"name": "kfed-webhook-probe", "namespace": "default"},
+    "spec": {
+        "replicatedJobs": [
+            {
+                "name": "probe",
+                "template": {
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [{"name": "probe", "image": "busybox"}],
+                            }
+                        }
+                    }
+                },
+            }
+        ]
+    },
+}
+
+
+def check_names(names: Iterable[str]) -> tuple[str, ...]:
+    """The operators asked for, in start order, without duplicates; ValueError names an
+    unknown one or a missing dependency."""
+    wanted = set(names)
+    unknown = sorted(wanted - set(OPERATORS))
+    if unknown:
+        raise ValueError(
+            f"unknown operator {', '.join(map(repr, unknown))}; known: {', '.join(OPERATORS)}"
+        )
+    for name, needed in _NEEDS.items():
+        if name in wanted and needed not in wanted:
+            raise ValueError(f"operator {name} needs {needed} too (its jobs run as JobSets)")
+    return tuple(n for n in OPERATORS if n in wanted)
+
+
+def webhook_file(name: str) -> Path | None:
+    """The module's webhook manifests.yaml beside the binary (jobset and trainer have one)."""
+    if name == "kuberay":  # its webhooks are off unless ENABLE_WEBHOOKS=true
+        return None
+    path = binaries.operator_dir(name) / "webhook" / "manifests.yaml"
+    if not path.exists():
+        # A cache built before build-operators.sh copied them: the script adds them.
+        raise binaries.operator_missing(f"operator {name} has no webhook manifests {path}")
+    return path
+
+
+def require_built(names: Iterable[str]) -> None:
+    """Raise BinariesMissing (naming build-operators.sh) before anything starts."""
+    for name in names:
+        binaries.operator_path(name)
+        webhook_file(name)
+
+
+def webhook_configurations(
+    manifests: str, *, prefix: str, port: int, ca_pem: bytes
+) -> list[dict[str, Any]]:
+    """Rewrite a kubebuilder webhook manifests.yaml for a local operator: each webhook's
+    Service clientConfig becomes ``https://127.0.0.1:<port><path>`` with our CA as caBundle,
+    each configuration is named ``<prefix>-<name>`` (jobset and trainer ship the same names),
+    and pod webhooks see JobSet pods only."""
+    bundle = base64.b64encode(ca_pem).decode()
+    result = []
+    for doc in yaml.safe_load_all(manifests):
+        if not doc:
+            continue
+        out = copy.deepcopy(doc)
+        out["metadata"] = {"name": f"{prefix}-{doc['metadata']['name']}"}
+        for hook in out["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://{HOST}:{port}{path}", "caBundle": bundle}
+            if any("pods" in rule.get("resources", []) for rule in hook.get("rules", [])):
+                hook["objectSelector"] = copy.deepcopy(JOBSET_POD_SELECTOR)
+        result.append(out)
+    return result
+
+
+def install_crds(cluster: LocalCluster, names: Iterable[str]) -> None:
+    """Apply the operators' CRDs (server-side: they are up to 1.3 MB, too big for the
+    last-applied annotation) and wait until they are Established. Idempotent."""
+    dirs = [binaries.operator_dir(n) / "crds" for n in check_names(names)]
+    if not dirs:
+        return
+    files = [arg for d in dirs for arg in ("-f", str(d))]
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", *files
+    )
+    # By name, not -f: kubectl would parse the megabytes of YAML again.
+    crds = [crd_name(f) for d in dirs for f in sorted(d.glob("*.yaml"))]
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *crds)
+
+
+def crd_name(path: Path) -> str:
+    """``crd/<plural>.<group>`` from a CRD file named by controller-gen, <group>_<plural>.yaml."""
+    group, _, plural = path.stem.partition("_")
+    return f"crd/{plural}.{group}"
+
+
+@dataclass
+class ClusterOperators:
+    """The operators of one cluster once started: what ``wait_ready`` needs to check them."""
+
+    cluster: LocalCluster
+    names: tuple[str, ...]
+    health_ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def directory(self) -> Path:
+        return self.cluster.directory / "operators"
+
+    def start(self) -> None:
+        """Write certificates and configurations, register the webhooks, start each operator
+        (from the main thread: the processes die with their parent thread)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        ca = pki.CertificateAuthority(f"kfed-{self.cluster.name}-webhook-ca")
+        serving = ca.issue("kfed-operator-webhooks", server_hosts=(HOST,))
+        ports = iter(free_ports(3 * len(self.names)))
+        hooks: list[dict[str, Any]] = []
+        for name in self.names:
+            health, metrics, webhook = next(ports), next(ports), next(ports)
+            self.health_ports[name] = health
+            argv, env = self._command(
+                name, serving, health=health, metrics=metrics, webhook=webhook
+            )
+            manifests = webhook_file(name)
+            if manifests is not None:
+                hooks += webhook_configurations(
+                    manifests.read_text(), prefix=name, port=webhook, ca_pem=ca.pair.cert_pem
+                )
+            self.cluster.start_process(name, argv, env=env)
+        if hooks:
+            # Fail closed (as upstream): until an operator serves, its kinds cannot be created;
+            # wait_ready waits for that.
+            self.cluster.kubectl(
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                f"--field-manager={FIELD_MANAGER}",
+                "-f",
+                "-",
+                input=json.dumps({"apiVersion": "v1", "kind": "List", "items": hooks}),
+            )
+
+    def _command(
+        self, name: str, serving: pki.KeyPair, *, health: int, metrics: int, webhook: int
+    ) -> tuple[list[str], dict[str, str] | None]:
+        binary = str(binaries.operator_path(name))
+        kubeconfig = f"--kubeconfig={self.cluster.kubeconfig}"
+        home = self.directory / name
+        if name == "kuberay":
+            return [
+                binary,
+                kubeconfig,
+                "--enable-leader-election=false",
+                f"--metrics-addr={HOST}:{metrics}",
+                f"--health-probe-bind-address={HOST}:{health}",
+                "--log-stdout-encoder=console",
+            ], None
+        if name == "jobset":
+            certs = home / "certs"
+            certs.mkdir(parents=True, exist_ok=True)
+            serving.write(certs, "tls")
+            config = {
+                "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+                "kind": "Configuration",
+                "leaderElection": {"leaderElect": False},
+                # Else it wants a jobset-system Secret and a fixed /tmp directory.
+                "internalCertManagement": {"enable": False},
+                "webhook": {"port": webhook, "host": HOST, "certDir": str(certs)},
+                "metrics": {"bindAddress": f"{HOST}:{metrics}", "certDir": str(certs)},
+                "health": {"healthProbeBindAddress": f"{HOST}:{health}"},
+            }
+            env = None
+        else:  # trainer
+            # It reads its certificate from $TMPDIR/k8s-webhook-server/serving-certs only:
+            # one TMPDIR per instance keeps the workers' trainers apart.
+            tmp = home / "tmp"
+            certs = tmp / "k8s-webhook-server" / "serving-certs"
+            certs.mkdir(parents=True, exist_ok=True)
+            serving.write(certs, "tls")
+            config = {
+                "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                "kind": "Configuration",
+                "leaderElection": {"leaderElect": False},
+                "certManagement": {"enable": False},
+                # host must be set: without it v2.1.0 dies of a nil pointer.
+                "webhook": {"port": webhook, "host": HOST},
+                "metrics": {"bindAddress": f"{HOST}:{metrics}", "secureServing": False},
+                "health": {"healthProbeBindAddress": f"{HOST}:{health}"},
+            }
+            env = {"TMPDIR": str(tmp)}
+        path = home / "config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return [binary, kubeconfig, f"--config={path}", "--zap-encoder=console"], env
+
+    # -- readiness ---------------------------------------------------------------------
+
+    def _alive_or_raise(self, name: str) -> None:
+        proc = self.cluster.processes[name]
+        if not proc.alive:
+            raise ClusterStartError(
+                f"{self.cluster.name}: operator {name} exited (code {proc.exit_code()}); "
+                f"log {proc.log_path}:\n{proc.log_tail()}"
+            )
+
+    def _healthy(self, name: str) -> bool:
+        self._alive_or_raise(name)
+        conn = http.client.HTTPConnection(HOST, self.health_ports[name], timeout=2)
+        try:
+            conn.request("GET", "/readyz")
+            return conn.getresponse().status == 200
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            conn.close()
+
+    def _kubectl_ok(self, name: str, *args: str, input: str) -> bool:
+        self._alive_or_raise(name)
+        return self.cluster.kubectl(*args, input=input, check=False).returncode == 0
+
+    def wait_ready(self, *, timeout: float = 120.0) -> None:
+        """Until each operator's /readyz answers and its webhooks serve: a dry-run JobSet
+        passes JobSet's webhooks; the trainer's stock ClusterTrainingRuntimes (installed
+        here, a TrainJob names one) pass the trainer's."""
+        for name in self.names:
+            wait_for_sync(
+                lambda n=name: self._healthy(n),  # type: ignore[misc]
+                timeout=timeout,
+                interval=0.2,
+                what=f"{self.cluster.name}: {name} /readyz",
+            )
+        if "jobset" in self.names:
+            wait_for_sync(
+                lambda: self._kubectl_ok(
+                    "jobset",
+                    "create",
+                    "--dry-run=server",
+                    "-f",
+                    "-",
+                    input=json.dumps(_PROBE_JOBSET),
+                ),
+                timeout=timeout,
+                interval=0.3,
+                what=f"{self.cluster.name}: JobSet webhooks serving",
+            )
+        if "trainer" in self.names:
+            runtimes = binaries.operator_dir("trainer") / "runtimes"
+            docs = [
+                d
+                for f in sorted(runtimes.glob("*.yaml"))
+                for d in yaml.safe_load_all(f.read_text())
+                if d
+            ]
+            body = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+            wait_for_sync(
+                lambda: self._kubectl_ok(
+                    "trainer",
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    f"--field-manager={FIELD_MANAGER}",
+                    "-f",
+                    "-",
+                    input=body,
+                ),
+                timeout=timeout,
+                interval=0.3,
+                what=f"{self.cluster.name}: trainer webhooks serving (runtimes applied)",
+            )
+
+
+def start(cluster: LocalCluster, names: Iterable[str]) -> ClusterOperators:
+    """Start the operators on ``cluster`` (their CRDs installed first, see install_crds);
+    returns at once: call ``wait_ready`` on the result."""
+    running = ClusterOperators(cluster, check_names(names))
+    running.start()
+    return running

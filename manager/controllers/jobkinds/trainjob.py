@@ -1,0 +1,194 @@
+"""Kubeflow Trainer v2 TrainJob (``trainer.kubeflow.org/v1alpha1``): it runs as the JobSet
+its runtime describes, so its pod sets are that JobSet's replicated jobs, as upstream Kueue
+counts them. The runtime (a ClusterTrainingRuntime, or a TrainingRuntime of the TrainJob's
+namespace) lives in another object: ``with_references`` reads it before the pod sets are.
+
+What the TrainJob changes in its runtime's JobSet, and so in the pod sets: the trainer job
+(the replicated job its runtime labels ``trainjob-ancestor-step: trainer``) runs ``numNodes``
+pods with ``resourcesPerNode`` on its ``node`` container, and ``podTemplateOverrides`` set
+node selectors and tolerations per replicated job.
+
+The flavors are written as podTemplateOverrides of kfed's own (marked by an annotation), one
+per pod set, and removed on eviction; the trainer accepts changes to them only while the
+TrainJob is suspended, so they are written first and the TrainJob resumed after
+(``run_patches``)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+from manager.controllers.jobkinds.base import (
+    JobKind,
+    MissingReference,
+    Obj,
+    Outcome,
+    PodSet,
+    PodSetPlacement,
+    merge_patch,
+    outcome_of_conditions,
+)
+from manager.controllers.jobkinds.jobset import JOBSET
+from manager.kube import errors
+from manager.kube.api import KubeApi
+from manager.kube.resources import Resource
+
+TRAINJOBS = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", True)
+CLUSTER_TRAINING_RUNTIMES = Resource(
+    "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", False
+)
+TRAINING_RUNTIMES = Resource(
+    "trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime", True
+)
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINER_STEP = "trainer"
+NODE_CONTAINER = "node"
+ADMISSION_OVERRIDE = "kfed.io/admission"
+"""Annotation on the podTemplateOverrides kfed writes (its pods carry it too): they hold the
+admission's flavors and are kfed's to replace and remove."""
+RUNTIME_KEY = "kfed.io/runtime"
+"""Where ``with_references`` puts the runtime's spec in its copy of a TrainJob (never sent to
+the API)."""
+
+
+class TrainJobKind(JobKind):
+    resource = TRAINJOBS
+    workload_prefix = "trainjob"
+    default_managed_by = "trainer.kubeflow.org/trainjob-controller"
+    pod_label = JOBSET.pod_label  # its pods are its JobSet's, named after it
+
+    async def with_references(self, job: Obj, api: KubeApi) -> Obj:
+        ref = (job.get("spec") or {}).get("runtimeRef") or {}
+        name = str(ref.get("name") or "")
+        cluster_scoped = (ref.get("kind") or "ClusterTrainingRuntime") == "ClusterTrainingRuntime"
+        res = CLUSTER_TRAINING_RUNTIMES if cluster_scoped else TRAINING_RUNTIMES
+        namespace = None if cluster_scoped else job["metadata"].get("namespace")
+        try:
+            runtime = await api.get(res, name, namespace)
+        except errors.NotFound:
+            where = "" if cluster_scoped else f" in namespace {namespace}"
+            raise MissingReference(
+                f"its runtime {res.kind} {name!r}{where} does not exist"
+            ) from None
+        resolved = copy.deepcopy(job)
+        resolved[RUNTIME_KEY] = runtime.get("spec") or {}
+        return resolved
+
+    def pod_sets(self, job: Obj) -> list[PodSet]:
+        return JOBSET.pod_sets({"spec": child_jobset_spec(job)})
+
+    def outcome(self, job: Obj) -> Outcome | None:
+        return outcome_of_conditions(job, "Complete", "Failed", "TrainJob")
+
+    def is_active(self, job: Obj) -> bool:
+        statuses = (job.get("status") or {}).get("jobsStatus") or []
+        return any(int(s.get("active") or 0) > 0 for s in statuses)
+
+    def spec_for_worker(self, job: Obj) -> Obj:
+        spec = super().spec_for_worker(job)
+        users = user_overrides(spec)
+        if users:
+            spec["podTemplateOverrides"] = users
+        else:
+            spec.pop("podTemplateOverrides", None)
+        return spec
+
+    # -- the flavors, as podTemplateOverrides of kfed's own --------------------------------
+
+    def with_templates(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
+        changed = copy.deepcopy(job)
+        ours = [admission_override(name, p) for name, p in sorted(placements.items())]
+        overrides = user_overrides(changed.get("spec") or {}) + [o for o in ours if o]
+        spec = changed.setdefault("spec", {})
+        if overrides:
+            spec["podTemplateOverrides"] = overrides
+        else:
+            spec.pop("podTemplateOverrides", None)
+        return changed
+
+    def run_patches(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> list[Obj]:
+        overrides = merge_patch(job, self.with_templates(job, placements))
+        return [p for p in (overrides, self.suspend_fields(False)) if p]
+
+    def restore_patch(self, job: Obj, originals: Mapping[str, PodSetPlacement]) -> Obj | None:
+        # The submitted templates live in the runtime and the user's overrides, which kfed
+        # never changes: removing its own overrides restores them.
+        return merge_patch(job, self.with_templates(job, {})) or None
+
+    def placements_of(self, job: Obj) -> dict[str, PodSetPlacement]:
+        return {
+            target["name"]: PodSetPlacement(
+                dict((o.get("spec") or {}).get("nodeSelector") or {}),
+                list((o.get("spec") or {}).get("tolerations") or []),
+            )
+            for o in (job.get("spec") or {}).get("podTemplateOverrides") or []
+            if _is_ours(o)
+            for target in o.get("targetJobs") or []
+        }
+
+
+def child_jobset_spec(job: Obj) -> Obj:
+    """The spec of the JobSet the trainer makes for this TrainJob (as ``with_references``
+    left it), as far as its pods go: the runtime's, with the TrainJob's node count, node
+    resources and podTemplateOverrides applied."""
+    if RUNTIME_KEY not in job:
+        raise MissingReference("its runtime was not read (TrainJobKind.with_references)")
+    runtime: Obj = job[RUNTIME_KEY]
+    spec = copy.deepcopy(((runtime.get("template") or {}).get("spec")) or {})
+    trainer = (job.get("spec") or {}).get("trainer") or {}
+    num_nodes = trainer.get("numNodes") or (runtime.get("mlPolicy") or {}).get("numNodes") or 1
+    overrides = (job.get("spec") or {}).get("podTemplateOverrides") or []
+    for rj in spec.get("replicatedJobs") or []:
+        job_template = rj.setdefault("template", {})
+        labels = (job_template.get("metadata") or {}).get("labels") or {}
+        job_spec = job_template.setdefault("spec", {})
+        pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
+        if labels.get(ANCESTOR_LABEL) == TRAINER_STEP:
+            job_spec["parallelism"] = job_spec["completions"] = int(num_nodes)
+            if trainer.get("resourcesPerNode"):
+                for container in pod_spec.get("containers") or []:
+                    if container.get("name") == NODE_CONTAINER:
+                        container["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
+        for override in overrides:
+            if rj.get("name") not in {t.get("name") for t in override.get("targetJobs") or []}:
+                continue
+            o_spec = override.get("spec") or {}
+            if o_spec.get("nodeSelector"):
+                pod_spec["nodeSelector"] = {
+                    **(pod_spec.get("nodeSelector") or {}),
+                    **o_spec["nodeSelector"],
+                }
+            if o_spec.get("tolerations"):
+                pod_spec["tolerations"] = [
+                    *(pod_spec.get("tolerations") or []),
+                    *o_spec["tolerations"],
+                ]
+    return spec
+
+
+def _is_ours(override: Obj) -> bool:
+    annotations = (override.get("metadata") or {}).get("annotations") or {}
+    return ADMISSION_OVERRIDE in annotations
+
+
+def user_overrides(spec: Obj) -> list[Obj]:
+    return [o for o in spec.get("podTemplateOverrides") or [] if not _is_ours(o)]
+
+
+def admission_override(pod_set: str, placement: PodSetPlacement) -> Obj | None:
+    """kfed's override for one pod set: its flavors' node selector and tolerations."""
+    spec: Obj = {}
+    if placement.node_selector:
+        spec["nodeSelector"] = dict(placement.node_selector)
+    if placement.tolerations:
+        spec["tolerations"] = list(placement.tolerations)
+    if not spec:
+        return None
+    return {
+        "targetJobs": [{"name": pod_set}],
+        "metadata": {"annotations": {ADMISSION_OVERRIDE: "flavors"}},
+        "spec": spec,
+    }
+
+
+TRAINJOB = TrainJobKind()

@@ -1,0 +1,153 @@
+"""The full bed's batch operators run for real on a worker, with no kfed involved: JobSet runs a
+JobSet to completion, Kubeflow Trainer a TrainJob (through a JobSet) on a stock
+ClusterTrainingRuntime the bed installed, KubeRay brings a RayCluster to ready; kwok plays the
+kubelet (pods of Jobs complete after their pod-complete delay, other pods stay Running)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from e2e.local.federation import LocalFederation
+from e2e.waiting import wait_for
+from manager.kube import resources as R
+from manager.kube.api import KubeApi
+
+pytestmark = pytest.mark.full
+
+WORKER = "worker-1"
+JOBSETS = R.Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", True)
+TRAINJOBS = R.Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", True)
+RUNTIMES = R.Resource(
+    "trainer.kubeflow.org",
+    "v1alpha1",
+    "clustertrainingruntimes",
+    "ClusterTrainingRuntime",
+    False,
+)
+RAYCLUSTERS = R.Resource("ray.io", "v1", "rayclusters", "RayCluster", True)
+# kwok completes a pod of a Job this long after it runs (e2e/local/kwok-stages.yaml).
+QUICK = {"pod-complete.stage.kwok.x-k8s.io/delay": "500"}
+
+
+@pytest.fixture
+async def worker(
+    full_federation: LocalFederation, unique: str
+) -> AsyncIterator[tuple[KubeApi, str]]:
+    """A client of one worker and a namespace of this test's own, deleted afterwards."""
+    async with await KubeApi.from_kubeconfig_file(full_federation.kubeconfig(WORKER)) as api:
+        ns = f"operators-{unique}"
+        await api.create(R.NAMESPACES, {"metadata": {"name": ns}})
+        try:
+            yield api, ns
+        finally:
+            await api.delete(R.NAMESPACES, ns)
+
+
+def condition(obj: dict[str, Any], kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+async def test_jobset_of_two_replicas_completes(worker: tuple[KubeApi, str]) -> None:
+    api, ns = worker
+    pod = {
+        "metadata": {"annotations": QUICK},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36", "command": ["true"]}],
+        },
+    }
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "probe", "namespace": ns},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "workers", "replicas": 2, "template": {"spec": {"template": pod}}}
+            ]
+        },
+    }
+    created = await api.create(JOBSETS, jobset)
+    # JobSet's defaulting webhook ran (the controller needs spec.network it fills in).
+    assert "network" in created["spec"]
+
+    async def completed() -> dict[str, Any] | None:
+        js = await api.get(JOBSETS, "probe", ns)
+        return js if condition(js, "Completed") else None
+
+    done = await wait_for(completed, timeout=90, what="JobSet Completed")
+    assert done["status"].get("terminalState") == "Completed"
+    pods = await api.list(R.PODS, ns, label_selector="jobset.sigs.k8s.io/jobset-name=probe")
+    assert len(pods["items"]) == 2
+    assert {p["status"]["phase"] for p in pods["items"]} == {"Succeeded"}
+
+
+async def test_trainjob_on_a_stock_runtime_completes(worker: tuple[KubeApi, str]) -> None:
+    api, ns = worker
+    # Installed by the bed from the trainer's cached runtimes/ (build-operators.sh).
+    runtime = await api.get(RUNTIMES, "torch-distributed")
+    assert runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "probe", "namespace": ns},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "command": ["python", "-c", "print('hi')"]},
+        },
+    }
+    await api.create(TRAINJOBS, trainjob)
+
+    async def complete() -> bool:
+        return condition(await api.get(TRAINJOBS, "probe", ns), "Complete")
+
+    await wait_for(complete, timeout=120, what="TrainJob Complete")
+    # It ran as a JobSet of the same name, which the JobSet controller completed.
+    assert condition(await api.get(JOBSETS, "probe", ns), "Completed")
+
+
+async def test_raycluster_with_one_worker_becomes_ready(worker: tuple[KubeApi, str]) -> None:
+    api, ns = worker
+
+    def group(name: str, cpu: str, memory: str) -> dict[str, Any]:
+        resources = {"cpu": cpu, "memory": memory}
+        container = {
+            "name": name,
+            "image": "rayproject/ray:2.46.0",
+            "resources": {"requests": resources, "limits": resources},
+        }
+        return {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}}
+
+    raycluster = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "probe", "namespace": ns},
+        "spec": {
+            "rayVersion": "2.46.0",
+            "headGroupSpec": group("ray-head", "1", "2Gi"),
+            "workerGroupSpecs": [
+                {
+                    "groupName": "small",
+                    "replicas": 1,
+                    "minReplicas": 0,
+                    "maxReplicas": 2,
+                    **group("ray-worker", "1", "1Gi"),
+                }
+            ],
+        },
+    }
+    await api.create(RAYCLUSTERS, raycluster)
+
+    async def ready() -> dict[str, Any] | None:
+        rc = await api.get(RAYCLUSTERS, "probe", ns)
+        return rc if (rc.get("status") or {}).get("state") == "ready" else None
+
+    done = await wait_for(ready, timeout=90, what="RayCluster ready")
+    assert done["status"].get("availableWorkerReplicas") == 1
+    pods = (await api.list(R.PODS, ns, label_selector="ray.io/cluster=probe"))["items"]
+    assert sorted(p["metadata"]["labels"]["ray.io/node-type"] for p in pods) == ["head", "worker"]
