@@ -15,6 +15,8 @@ REGISTRATION = EXAMPLES / "registration"
 """The objects a platform team writes on the manager to register workers by hand."""
 WORKERS = EXAMPLES / "workers"
 """Each test-bed worker's own queues (the GPUs its fake nodes have)."""
+JOBS = EXAMPLES / "jobs"
+"""A JobSet, a TrainJob and a RayCluster for the article's H100 queue."""
 
 QUEUES = ARTICLE / "01-queues.yaml"
 LIGHT_JOB = ARTICLE / "02-light-job.yaml"

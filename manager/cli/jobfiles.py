@@ -1,5 +1,6 @@
-"""Job manifests as users write them: read, validate as ``batch/v1`` Job, and prepare for the
-manager's queue (queue label, ``suspend: true``). Pure: no cluster is contacted."""
+"""Job manifests as users write them: read, validate as a kind of job kfed queues (a
+``batch/v1`` Job, a JobSet, a TrainJob, a RayCluster: ``jobkinds/registry.py``), and prepare
+for the manager's queue (queue label, ``suspend: true``). Pure: no cluster is contacted."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pydantic
 from manager.api import constants as C
 from manager.api.batch import Job
 from manager.cli.common import load_yaml_documents, usage_error
+from manager.controllers.jobkinds import registry
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 
 Obj = dict[str, Any]
 DEFAULT_JOB_NAMESPACE = "default"
@@ -18,7 +22,30 @@ DEFAULT_JOB_NAMESPACE = "default"
 
 def _where(source: str, index: int, doc: Any) -> str:
     name = ((doc.get("metadata") or {}) if isinstance(doc, dict) else {}).get("name")
-    return f"{source}: document {index}" + (f" (Job {name})" if name else "")
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    return f"{source}: document {index}" + (f" ({kind or 'Job'} {name})" if name else "")
+
+
+def kind_of(doc: Obj) -> JobKind | None:
+    """The adapter of a manifest's apiVersion and kind (None: not a kind kfed queues)."""
+    group, _, version = str(doc.get("apiVersion") or "").rpartition("/")
+    return registry.by_group_version_kind(group, version, str(doc.get("kind") or ""))
+
+
+def _kinds() -> str:
+    return ", ".join(f"{k.resource.api_version} {k.resource.kind}" for k in registry.KINDS.values())
+
+
+def _check_pod_sets(kind: JobKind, doc: Obj, where: str) -> None:
+    """A kind whose pod sets are in the manifest itself must have at least one, readable."""
+    if type(kind).with_references is not JobKind.with_references:
+        return  # in another object (a TrainJob's runtime): the manager reads them
+    try:
+        pod_sets = kind.pod_sets(doc)
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise usage_error(f"{where} has no readable pod sets: {err}") from None
+    if not pod_sets:
+        raise usage_error(f"{where} has no pods to run (no pod sets)")
 
 
 def _validation_message(err: pydantic.ValidationError) -> str:
@@ -29,8 +56,8 @@ def _validation_message(err: pydantic.ValidationError) -> str:
 
 
 def parse_jobs(text: str, source: str) -> list[Obj]:
-    """Every YAML document of ``text`` as a Job dict; anything that is not a valid
-    ``batch/v1`` Job is a usage error naming the document and the field."""
+    """Every YAML document of ``text`` as a job dict; anything that is not a valid job of a
+    kind kfed queues is a usage error naming the document and the field."""
     docs = load_yaml_documents(text, source)
     if not docs:
         raise usage_error(f"{source} has no YAML documents")
@@ -39,19 +66,26 @@ def parse_jobs(text: str, source: str) -> list[Obj]:
         where = _where(source, index, doc)
         if not isinstance(doc, dict):
             raise usage_error(f"{where} is not a YAML mapping")
-        kind, api_version = doc.get("kind"), doc.get("apiVersion")
-        if (kind, api_version) != ("Job", "batch/v1"):
+        job_kind = kind_of(doc)
+        if job_kind is None:
+            kind, api_version = doc.get("kind"), doc.get("apiVersion")
             raise usage_error(
-                f"{where} is a {kind or '(no kind)'} ({api_version or 'no apiVersion'}), "
-                "not a batch/v1 Job"
+                f"{where} is a {kind or '(no kind)'} ({api_version or 'no apiVersion'}), not a "
+                f"kind of job kfed queues ({_kinds()})"
             )
         meta = doc.get("metadata") or {}
         if not meta.get("name") and not meta.get("generateName"):
             raise usage_error(f"{where} has no metadata.name")
-        try:
-            Job.model_validate(doc)
-        except pydantic.ValidationError as err:
-            raise usage_error(f"{where} is not a valid Job: {_validation_message(err)}") from None
+        if job_kind is BATCH_JOB:
+            try:
+                Job.model_validate(doc)
+            except pydantic.ValidationError as err:
+                message = _validation_message(err)
+                raise usage_error(f"{where} is not a valid Job: {message}") from None
+        elif not isinstance(doc.get("spec"), dict):
+            raise usage_error(f"{where} has no spec")
+        else:
+            _check_pod_sets(job_kind, doc, where)
         jobs.append(doc)
     return jobs
 
@@ -65,8 +99,10 @@ def namespace_of(job: Obj) -> str:
 
 
 def display_name(job: Obj) -> str:
+    """``Kind namespace/name``, as messages name a job."""
     meta = job.get("metadata") or {}
-    return f"{namespace_of(job)}/{meta.get('name') or str(meta.get('generateName', '')) + '*'}"
+    name = meta.get("name") or str(meta.get("generateName", "")) + "*"
+    return f"{job.get('kind') or 'Job'} {namespace_of(job)}/{name}"
 
 
 def prepare(job: Obj, *, queue: str | None) -> tuple[Obj, list[str]]:
@@ -80,7 +116,7 @@ def prepare(job: Obj, *, queue: str | None) -> tuple[Obj, list[str]]:
         labels[C.QUEUE_NAME_LABEL] = queue
     if not labels.get(C.QUEUE_NAME_LABEL):
         raise usage_error(
-            f"Job {display_name(prepared)} has no {C.QUEUE_NAME_LABEL} label: pass --queue "
+            f"{display_name(prepared)} has no {C.QUEUE_NAME_LABEL} label: pass --queue "
             "with the LocalQueue to submit it to"
         )
     meta["labels"] = labels
@@ -90,7 +126,7 @@ def prepare(job: Obj, *, queue: str | None) -> tuple[Obj, list[str]]:
         spec["suspend"] = True
     elif spec["suspend"] is False:
         warnings.append(
-            f"Job {display_name(prepared)} sets spec.suspend: false; kfed keeps it suspended "
+            f"{display_name(prepared)} sets spec.suspend: false; kfed keeps it suspended "
             "until it is admitted, so it is submitted suspended"
         )
         spec["suspend"] = True

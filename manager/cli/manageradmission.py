@@ -28,6 +28,8 @@ from manager.cli.common import usage_error
 from manager.cli.jobfiles import display_name
 from manager.cli.snapshot import UNUSABLE, Snapshot, unusable_reason
 from manager.controllers import convert, jobs
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.workloads import priority_of
 
 Obj = dict[str, Any]
@@ -65,10 +67,13 @@ class Decision:
         return self.outcome in (Outcome.FITS, Outcome.BORROWS)
 
 
-def workload_of(job: Obj, snapshot: Snapshot, *, now: float) -> core.Workload:
-    """The Job as the manager's core would see it once created now: the Workload its Job
-    integration creates, converted as its Workload controller converts it."""
-    body = jobs.workload_for_job(job, snapshot.priority_class_value)
+def workload_of(
+    job: Obj, snapshot: Snapshot, *, now: float, kind: JobKind = BATCH_JOB
+) -> core.Workload:
+    """The job as the manager's core would see it once created now: the Workload its kind's
+    integration creates, converted as its Workload controller converts it (``job`` as the
+    kind's ``with_references`` returned it)."""
+    body = jobs.workload_for_job(job, snapshot.priority_class_value, kind)
     try:
         model = Workload.model_validate(body)
         return convert.workload(
@@ -76,7 +81,7 @@ def workload_of(job: Obj, snapshot: Snapshot, *, now: float) -> core.Workload:
         )
     except UNUSABLE as err:
         raise usage_error(
-            f"Job {display_name(job)} does not make a valid Workload: {unusable_reason(err)}"
+            f"{display_name(job)} does not make a valid Workload: {unusable_reason(err)}"
         ) from None
 
 

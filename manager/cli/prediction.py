@@ -20,10 +20,12 @@ from manager.api import constants as C
 from manager.api import federated
 from manager.cli import snapshot
 from manager.cli.common import CliError, connect_dict, usage_error
-from manager.cli.jobfiles import display_name, namespace_of, queue_of
+from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
 from manager.cli.manageradmission import Outcome, decide, workload_of
 from manager.cli.tables import amount
 from manager.controllers import conditions
+from manager.controllers.jobkinds.base import MissingReference
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.federation import capacity, kubeconfig
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 from manager.kube import errors
@@ -186,9 +188,7 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
     """Where ``job`` would go now; ``namespace`` is kfed's namespace (the Secrets)."""
     job_ns, queue = namespace_of(job), queue_of(job)
     if not queue:
-        raise usage_error(
-            f"Job {display_name(job)} has no {C.QUEUE_NAME_LABEL} label: pass --queue"
-        )
+        raise usage_error(f"{display_name(job)} has no {C.QUEUE_NAME_LABEL} label: pass --queue")
     chain = await read_queue_chain(api, job_ns, queue)
     if chain.local_queue is None:
         raise CliError(
@@ -203,9 +203,14 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
         )
     now = time.time()
     snap = await snapshot.read(api, now=now)
-    decision = decide(snap, workload_of(job, snap, now=now), now=now)
+    kind = kind_of(job) or BATCH_JOB
+    try:
+        resolved = await kind.with_references(job, api)
+    except MissingReference as err:
+        raise CliError(f"{display_name(job)} cannot be queued yet: {err}") from None
+    decision = decide(snap, workload_of(resolved, snap, now=now, kind=kind), now=now)
     if decision.outcome is Outcome.NEVER:
-        raise CliError(f"the manager would never admit Job {display_name(job)}: {decision.reason}")
+        raise CliError(f"the manager would never admit {display_name(job)}: {decision.reason}")
     base = Prediction(
         job=display_name(job),
         queue=f"{job_ns}/{queue}",

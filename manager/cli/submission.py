@@ -17,7 +17,7 @@ from typing import Any
 from manager.api import constants as C
 from manager.api import federated
 from manager.cli.common import CliError, usage_error
-from manager.cli.jobfiles import display_name, queue_of
+from manager.cli.jobfiles import display_name, kind_of, queue_of
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
@@ -39,7 +39,7 @@ async def check_queues(api: KubeApi, prepared: list[Obj]) -> None:
         except errors.NotFound:
             raise usage_error(
                 f"LocalQueue {namespace}/{queue} not found on the manager: create it before "
-                f"submitting Job {display_name(job)} (see `kubectl get localqueues -n "
+                f"submitting {display_name(job)} (see `kubectl get localqueues -n "
                 f"{namespace}`)"
             ) from None
 
@@ -48,10 +48,11 @@ async def create_jobs(api: KubeApi, prepared: list[Obj]) -> list[Obj]:
     created = []
     for job in prepared:
         try:
-            created.append(await api.create(R.JOBS, job, job["metadata"]["namespace"]))
+            kind = kind_of(job) or BATCH_JOB
+            created.append(await api.create(kind.resource, job, job["metadata"]["namespace"]))
         except errors.AlreadyExists:
             raise CliError(
-                f"Job {display_name(job)} already exists on the manager: delete it or change "
+                f"{display_name(job)} already exists on the manager: delete it or change "
                 "metadata.name"
             ) from None
     return created
@@ -126,7 +127,7 @@ def placement(job: Obj, workload: Obj | None, mk_checks: set[str]) -> Placement:
 
 async def workload_of(api: KubeApi, job: Obj) -> Obj | None:
     """The manager Workload of a Job: by its derived name, else by the job-uid label."""
-    namespace, name = BATCH_JOB.workload_key(job).split("/", 1)
+    namespace, name = (kind_of(job) or BATCH_JOB).workload_key(job).split("/", 1)
     try:
         return await api.get(R.WORKLOADS, name, namespace)
     except errors.NotFound:

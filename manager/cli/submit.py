@@ -33,9 +33,8 @@ async def _submit(target: Target, path: str, queue: str | None, wait: bool, time
         await submission.check_queues(api, prepared)
         created = await submission.create_jobs(api, prepared)
         for job in created:
-            meta = job["metadata"]
             out.print(
-                f"created Job {meta['namespace']}/{meta['name']} "
+                f"created {jobfiles.display_name(job)} "
                 f"(queue {jobfiles.queue_of(job)}, suspended until admitted)"
             )
         if not wait:
@@ -110,14 +109,15 @@ def command(
     kubeconfig: str | None,
     context: str | None,
 ) -> None:
-    """Submit the batch/v1 Job(s) in FILE ('-' for stdin) to the manager cluster.
+    """Submit the job(s) in FILE ('-' for stdin) to the manager cluster.
 
-    Every YAML document must be a valid batch/v1 Job (exit 2 otherwise; nothing is created).
-    kfed adds the queue label (--queue) and spec.suspend: true, checks that the LocalQueue
-    exists in the Job's namespace (metadata.namespace, default "default"), creates the Jobs,
-    then shows progress until each Job's Workload passes the MultiKueue admission check and
-    prints the worker it runs on. On timeout it prints why each Job still waits (its queue or
-    admission check message) and exits 1; the Jobs stay queued.
+    Every YAML document must be a valid job of a kind kfed queues: a batch/v1 Job, a JobSet,
+    a Kubeflow TrainJob or a RayCluster (exit 2 otherwise; nothing is created). kfed adds the
+    queue label (--queue) and spec.suspend: true, checks that the LocalQueue exists in the
+    job's namespace (metadata.namespace, default "default"), creates the jobs, then shows
+    progress until each job's Workload passes the MultiKueue admission check and prints the
+    worker it runs on. On timeout it prints why each job still waits (its queue or admission
+    check message) and exits 1; the jobs stay queued.
 
     \b
     Example:

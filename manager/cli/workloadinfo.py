@@ -88,9 +88,10 @@ async def resolve(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | N
         pass
     found = await find_job(api, namespace, name)
     if found is None:
+        kinds = ", ".join(k.resource.kind for k in registry.KINDS.values())
         raise CliError(
-            f"no Workload or job (Job, JobSet, RayCluster) {namespace}/{name} on the manager; "
-            f"see `kfed workloads -n {namespace}`"
+            f"no Workload or job ({kinds}) {namespace}/{name} on the manager; see `kfed "
+            f"workloads -n {namespace}`"
         )
     kind, job = found
     wl_namespace, wl_name = kind.workload_key(job).split("/", 1)

@@ -38,6 +38,7 @@ class ControllerSettings:
         "batch/job",
         "jobset.x-k8s.io/jobset",
         "ray.io/raycluster",
+        "trainer.kubeflow.org/trainjob",
     )
     """Kinds of job to queue (Kueue's ``integrations.frameworks``; ``jobkinds/registry.py``).
     ``batch/job`` is always on; another kind starts once its CRD is served."""

@@ -68,7 +68,9 @@ class Collector:
         """Judge one copy and carry the verdict out; True when it was deleted."""
         key = ws.key_of(copy_)
         copy_facts = leftovers.CopyFacts(
-            remote.name, finished=ws.is_finished(copy_), active=ws.is_active(copy_)
+            remote.name,
+            finished=self.look.ended_there(remote, key, copy_),
+            active=ws.is_active(copy_),
         )
         verdict = leftovers.judge_copy(moment, copy_facts, self.workload_facts(key))
         if verdict is leftovers.Verdict.RECORD:

@@ -194,7 +194,7 @@ class Dispatcher:
             step = routing.route(routing.WorkloadFacts(federated=False))
         else:
             copies = self.look.copies(key)
-            done = self.look.finished_copy(copies)
+            done = self.look.finished_copy(key, copies)
             step = routing.route(self._facts(obj, federated[0], done))
         if step.step is routing.Step.CLEAN_UP:
             await self.write.delete_everywhere(key, obj)

@@ -97,13 +97,21 @@ class JobStatus:
         if job is not None and self.look.final_remote_job(remote, obj) is not None:
             await self.sync(cluster, obj)
             return  # the manager's Job controller finishes the Workload from its Job status
-        finished = conditions.find(ws.status_of(remote_wl).get("conditions"), C.FINISHED) or {}
-        succeeded = finished.get("reason") == C.REASON_SUCCEEDED
+        finished = conditions.find(ws.status_of(remote_wl).get("conditions"), C.FINISHED)
+        if finished is not None:
+            succeeded = finished.get("reason") == C.REASON_SUCCEEDED
+            message = str(finished.get("message", ""))
+        else:  # its job there ended; the shim has not written it on the copy yet
+            ended = [k.outcome(j) for k, j in self.look.remote_jobs_of(remote, ws.key_of(obj))]
+            outcome = next((o for o in ended if o is not None), None)
+            if outcome is None:
+                return
+            succeeded, message = outcome.succeeded, outcome.message
         with contextlib.suppress(errors.NotFound):
             await patch_guarded(
                 self.state.api,
                 R.WORKLOADS,
                 obj,
-                lambda o: ws.finish(o, succeeded, str(finished.get("message", ""))),
+                lambda o: ws.finish(o, succeeded, message),
                 subresource="status",
             )

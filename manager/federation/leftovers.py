@@ -46,7 +46,8 @@ class WorkloadFacts:
 class CopyFacts:
     worker: str
     finished: bool = False
-    """The copy says its Job finished there."""
+    """Its run ended there: the copy says so, or our job there made for it does (the shim
+    writes it on the copy a moment later)."""
     active: bool = True
 
 

@@ -143,14 +143,23 @@ class Lookups:
                 found[remote.name] = obj
         return found
 
-    @staticmethod
-    def finished_copy(copies: dict[str, Obj]) -> tuple[str, Obj] | None:
-        """Of a workload's copies (``copies``), one that finished (its worker's Job ended),
-        with its worker, if any."""
+    def finished_copy(self, key: str, copies: dict[str, Obj]) -> tuple[str, Obj] | None:
+        """Of a workload's copies (``copies``), one whose run ended (``ended_there``), with
+        its worker, if any."""
         for cluster, remote_wl in sorted(copies.items()):
-            if ws.is_finished(remote_wl):
+            remote = self.registry.remote(cluster)
+            if remote is not None and self.ended_there(remote, key, remote_wl):
                 return cluster, remote_wl
         return None
+
+    def ended_there(self, remote: RemoteCluster, key: str, copy: Obj | None) -> bool:
+        """The run of ``key`` on ``remote`` ended: its copy says so, or one of our jobs there
+        made for it does. The worker's shim writes the end on the copy a moment after its job
+        ended (longer when it is busy): a copy judged meanwhile must count as finished, or
+        its run would be collected as a leftover and the job run again."""
+        if copy is not None and ws.is_finished(copy):
+            return True
+        return any(kind.outcome(job) is not None for kind, job in self.remote_jobs_of(remote, key))
 
     def remote_job_name(self, obj: Obj) -> str | None:
         job = self.manager_job(obj)

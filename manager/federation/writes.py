@@ -199,7 +199,7 @@ class Writes:
             fresh = await self.read_remote(remote, R.WORKLOADS, body)
         except errors.KubeError:
             return True  # cannot tell: keep it; the next reconcile looks again
-        return fresh is not None and ws.is_finished(fresh)
+        return self.look.ended_there(remote, key, fresh)
 
     # -- the winner --------------------------------------------------------------------
 

@@ -62,7 +62,13 @@ async def apply(api: KubeApi, objects: Iterable[Applied]) -> None:
 
 
 class Bed:
-    def __init__(self, topo: Topology, *, name: str = "bench-federation") -> None:
+    def __init__(
+        self,
+        topo: Topology,
+        *,
+        name: str = "bench-federation",
+        operators: tuple[str, ...] = (),
+    ) -> None:
         if worker_names(len(topo.workers)) != topo.workers:
             raise ValueError(
                 f"the topology must name its workers {worker_names(len(topo.workers))}, "
@@ -80,6 +86,7 @@ class Bed:
             nodes_file=nodes,
             root=self.root,
             tie_to_parent=True,
+            operators=operators,
         )
         self.proxies: dict[str, CuttableProxy] = {}
         self.shims: dict[str, ManagedProcess] = {}

@@ -103,7 +103,7 @@ def test_workloads_shows_queue_flavor_cluster_and_state(kfed: Kfed, workloads_ns
     table = kfed("workloads", "-n", workloads_ns)
     assert table.exit_code == 0
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "QUEUE", "FLAVOR", "CLUSTER", "STATE", "AGE"]
+    assert lines[0].split() == ["NAME", "KIND", "QUEUE", "FLAVOR", "CLUSTER", "STATE", "AGE"]
     assert [line.split()[0] for line in lines[1:]] == ["pending", "placed", "reserved"]
     assert lines[2].split()[:5] == ["placed", "gpu-lq", "h100", "worker-2", "Admitted"]
 
@@ -158,8 +158,8 @@ def test_explain_something_missing_fails_with_a_hint(kfed: Kfed, workloads_ns: s
     result = kfed("explain", f"{workloads_ns}/nothing-here")
     assert result.exit_code == 1
     assert result.stderr == (
-        f"error: no Workload or Job {workloads_ns}/nothing-here on the manager; see "
-        f"`kfed workloads -n {workloads_ns}`\n"
+        f"error: no Workload or job (Job, JobSet, RayCluster, TrainJob) "
+        f"{workloads_ns}/nothing-here on the manager; see `kfed workloads -n {workloads_ns}`\n"
     )
 
 

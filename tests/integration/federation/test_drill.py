@@ -12,8 +12,10 @@ import asyncio
 import base64
 import dataclasses
 import json
+import logging
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -276,7 +278,7 @@ async def test_a_real_control_plane_outage_runs_nothing_twice_and_the_probe_resu
 
 
 async def test_held_a_partition_drill_during_a_40_job_burst_runs_nothing_twice(
-    article_bed: Bed, tmp_path: Path
+    article_bed: Bed, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """40 one-GPU H100 jobs are submitted as ``kfed drill partition`` cuts worker-2 off: the
     drill passes, and every burst job completes with exactly one succeeded pod, never on two
@@ -287,6 +289,7 @@ async def test_held_a_partition_drill_during_a_40_job_burst_runs_nothing_twice(
     jobs run 5 s, longer than the partition lasts after they move, so under the fast policy
     the first run's result is seen before a second run could finish."""
     bed = article_bed
+    caplog.set_level(logging.INFO)  # on failure, the story of the job that ran twice
     await started(bed)
     api = bed.manager_api
     names = [f"burst-{i:02d}" for i in range(40)]
@@ -322,10 +325,20 @@ async def test_held_a_partition_drill_during_a_40_job_burst_runs_nothing_twice(
     report = read_report(tmp_path, "partition", "worker-2")
     assert_moved_without_double_runs(report, "worker-2", 2)
     twice = runs.not_exactly_once(names)
-    assert not twice, {
-        j: (runs.succeeded_on[j], runs.runs[j].first_running_at, runs.runs[j].stopped_at)
-        for j in twice
-    }
+    story = [
+        f"{r.created:.3f} {r.name}: {r.getMessage()}"
+        for r in caplog.records
+        if any(f"-{j}-" in r.getMessage() or f"/{j}" in r.getMessage() for j in twice)
+        or "worker-2" in r.getMessage()
+    ]
+    assert not twice, (
+        {
+            j: (runs.succeeded_on[j], runs.runs[j].first_running_at, runs.runs[j].stopped_at)
+            for j in twice
+        },
+        f"now {time.monotonic():.3f} monotonic, {time.time():.3f} wall",
+        story,
+    )
     assert not runs.double_runs(), "a burst job or a probe ran on two workers at once"
 
 

@@ -1,22 +1,29 @@
-"""JobSets and RayClusters federated like Jobs, under the real JobSet and KubeRay operators on
-the workers (the bed runs them, ``e2e/local/operators.py``; the manager has only their CRDs):
-placed whole on one worker with the free GPUs, run there, their status back on the manager's
-object, moved once when their worker is cut off or drained, and a kind with no adapter
-refused as upstream refuses it."""
+"""JobSets, TrainJobs and RayClusters federated like Jobs, under the real JobSet, Trainer and
+KubeRay operators on the workers (the bed runs them, ``e2e/local/operators.py``; the manager
+has only their CRDs): placed whole on one worker with the free GPUs, run there, their status
+back on the manager's object, moved once when their worker is cut off or drained, and a kind
+with no adapter refused as upstream refuses it."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import time
 from typing import Any
 
 import pytest
+import yaml
 
+from e2e import binaries
+from e2e.binaries import operators
+from e2e.examples import JOBS
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.trainjob import CLUSTER_TRAINING_RUNTIMES, TRAINJOB
 from manager.federation import checkstatus
 from manager.kube import errors
 from manager.kube import resources as R
@@ -26,6 +33,7 @@ from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed
 from tests.integration.federation.runs import RunWatch
 from tests.integration.federation.test_dispatch import h100_job
+from tests.integration.federation.test_drill import kfed
 from tests.integration.federation.test_never_twice_never_stuck import start
 
 pytestmark = pytest.mark.full
@@ -59,6 +67,13 @@ async def outcome(api: KubeApi, kind: JobKind, name: str) -> bool | None:
     """True/False once the manager's object says it succeeded/failed."""
     found = kind.outcome(await api.get(kind.resource, name, NS))
     return found.succeeded if found is not None else None
+
+
+async def ended(api: KubeApi, kind: JobKind, name: str) -> bool | None:
+    """Once the manager's object says how it ended: whether it succeeded."""
+    return await wait_for(
+        lambda: outcome(api, kind, name), timeout=120, what=f"{kind.resource.kind} {name} ended"
+    )
 
 
 async def jobset_pods(api: KubeApi, name: str, phase: str = "Running") -> int:
@@ -137,9 +152,7 @@ async def test_upstream_a_jobset_runs_on_one_worker_and_ends_completed_with_its_
         print(f"submit -> all 5 pods running on {worker}: {time.monotonic() - submitted:.1f}s")
         remote = await wapi.get(JOBSET.resource, "train", NS)
         assert remote["spec"]["suspend"] is False and "managedBy" not in remote["spec"]
-        done = await wait_for(
-            lambda: outcome(api, JOBSET, "train"), timeout=120, what="the manager's JobSet ended"
-        )
+        done = await ended(api, JOBSET, "train")
         assert done is True
         manager_status = (await api.get(JOBSET.resource, "train", NS))["status"]
         assert manager_status.get("terminalState") == "Completed", manager_status
@@ -247,9 +260,7 @@ async def test_a_running_jobset_cut_off_with_its_worker_is_fenced_and_runs_once_
             assert await jobset_pods(bed.worker_apis[first], "cut") == 0, "fenced there"
         finally:
             bed.proxies[first].heal()
-        done = await wait_for(
-            lambda: outcome(api, JOBSET, "cut"), timeout=120, what="the JobSet ended"
-        )
+        done = await ended(api, JOBSET, "cut")
         assert done is True
     assert not runs.double_runs(), "pods of the JobSet ran on two workers at once"
     assert runs.clusters_of("cut") == {first, other}
@@ -372,3 +383,167 @@ async def test_upstream_a_workload_of_a_kind_without_an_adapter_is_rejected_and_
     for worker, wapi in bed.worker_apis.items():
         copies = (await wapi.list(R.WORKLOADS, NS))["items"]
         assert not [c for c in copies if c["metadata"]["name"] == "odd"], worker
+
+
+async def install_runtime(api: KubeApi, name: str = "torch_distributed.yaml") -> str:
+    """One of the trainer's stock ClusterTrainingRuntimes on the manager (the bed installs
+    them on the workers, where the trainer runs); returns its name."""
+    path = binaries.operator_dir("trainer") / "runtimes" / name
+    (runtime,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    with contextlib.suppress(errors.AlreadyExists):
+        await api.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+    return str(runtime["metadata"]["name"])
+
+
+def example(name: str) -> Obj:
+    """One of ``examples/jobs/``, as a user submits it."""
+    (doc,) = [d for d in yaml.safe_load_all((JOBS / name).read_text()) if d]
+    return dict(doc)
+
+
+async def test_upstream_a_trainjob_runs_on_a_worker_and_ends_complete(article_bed: Bed) -> None:
+    """Upstream's MultiKueue "Should run a TrainJob on worker if admitted": its pod sets come
+    from its ClusterTrainingRuntime (``examples/jobs/trainjob-h100.yaml``: 2 one-GPU H100
+    nodes); placed on an H100 worker, run
+    there by the real trainer (as a JobSet), its flavors written as podTemplateOverrides; the
+    manager's TrainJob ends Complete with the worker's status."""
+    bed = article_bed
+    api = bed.manager_api
+    tj = example("trainjob-h100.yaml")
+    assert tj["spec"]["runtimeRef"]["name"] == await install_runtime(api)
+    name = tj["metadata"]["name"]
+    await start(bed)
+    await api.create(TRAINJOB.resource, tj, NS)
+    wl = await wait_for(lambda: workload_of(api, TRAINJOB, name), timeout=60, what="its Workload")
+    assert wl is not None
+    counts = {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]}
+    assert counts == {"node": 2}, counts
+    worker = await wait_for(
+        lambda: placed_on(api, TRAINJOB, name), timeout=60, what="the TrainJob placed"
+    )
+    assert worker in H100_WORKERS
+    wapi = bed.worker_apis[worker]
+
+    async def resumed_with_flavors() -> Obj | None:
+        remote = await wapi.get(TRAINJOB.resource, name, NS)
+        return remote if remote["spec"].get("suspend") is False else None
+
+    remote = await wait_for(resumed_with_flavors, timeout=60, what="resumed on the worker")
+    assert remote is not None
+    # Not MultiKueue's: the worker's trainer runs it (its webhook names itself).
+    assert remote["spec"].get("managedBy") in (None, TRAINJOB.default_managed_by)
+    assert TRAINJOB.placements_of(remote)["node"].node_selector == {"gpu.model": "h100"}
+    done = await ended(api, TRAINJOB, name)
+    assert done is True
+    status = (await api.get(TRAINJOB.resource, name, NS))["status"]
+    assert {s["name"] for s in status.get("jobsStatus") or []} == {"node"}, status
+
+
+async def test_a_trainjob_waits_for_its_runtime_and_runs_once_it_exists(article_bed: Bed) -> None:
+    """A TrainJob whose runtime does not exist on the manager has no pod sets: no Workload is
+    made and nothing goes to any worker (the manager says why in its log) until the runtime
+    is created; then it is queued and runs like any other."""
+    bed = article_bed
+    api = bed.manager_api
+    await start(bed)
+    path = binaries.operator_dir("trainer") / "runtimes" / "torch_distributed.yaml"
+    (runtime,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    runtime["metadata"] = {"name": f"late-{int(time.time())}"}
+    tj = example("trainjob-h100.yaml")
+    tj["metadata"]["name"] = "late"
+    tj["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
+    await api.create(TRAINJOB.resource, tj, NS)
+    deadline = time.monotonic() + 3.0
+
+    async def none_yet() -> bool:
+        assert await workload_of(api, TRAINJOB, "late") is None, "a Workload without pod sets"
+        return time.monotonic() >= deadline
+
+    await wait_for(none_yet, timeout=10, what="no Workload while its runtime is missing")
+    assert not await nothing_of(bed, TRAINJOB, "late")
+    await api.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+    try:
+        for wapi in bed.worker_apis.values():
+            with contextlib.suppress(errors.AlreadyExists):
+                await wapi.create(CLUSTER_TRAINING_RUNTIMES, copy.deepcopy(runtime))
+        done = await ended(api, TRAINJOB, "late")
+        assert done is True
+    finally:
+        for each in (api, *bed.worker_apis.values()):
+            await each.delete(CLUSTER_TRAINING_RUNTIMES, runtime["metadata"]["name"])
+
+
+def yaml_blocks(markdown: str) -> list[Obj]:
+    """The YAML documents of a Markdown file's ```yaml blocks, in order."""
+    found = []
+    for block in markdown.split("```yaml")[1:]:
+        found += [d for d in yaml.safe_load_all(block.split("```", 1)[0]) if d]
+    return found
+
+
+def as_submitted(manifest: Obj) -> Obj:
+    """The manifest with the queue label added, in the bed's namespace (``kubectl -n``)."""
+    submitted = copy.deepcopy(manifest)
+    meta = submitted.setdefault("metadata", {})
+    meta["namespace"] = NS
+    meta.setdefault("labels", {})[C.QUEUE_NAME_LABEL] = "gpu-lq"
+    return submitted
+
+
+async def test_the_operators_own_examples_run_through_kfed_unchanged(article_bed: Bed) -> None:
+    """Manifests the operators document, read from their Go modules at the pinned versions
+    (never copied here), with only the queue label added: JobSet's driver-then-workers example
+    (its StartupPolicy KEP) runs to Completed, KubeRay's sample RayCluster becomes ready. They
+    ask for no GPU, so they go wherever cpu is free."""
+    bed = article_bed
+    api = bed.manager_api
+    await start(bed)
+    kep = operators.module_dir(operators.JOBSET) / "keps" / "104-StartupPolicy" / "README.md"
+    js = as_submitted(yaml_blocks(kep.read_text())[0])
+    sample = operators.module_dir(operators.KUBERAY) / "config" / "samples"
+    (ray,) = [d for d in yaml.safe_load_all((sample / "ray-cluster.sample.yaml").read_text()) if d]
+    ray = as_submitted(ray)
+    await api.create(JOBSET.resource, js, NS)
+    await api.create(RAYCLUSTER.resource, ray, NS)
+    js_name, ray_name = js["metadata"]["name"], ray["metadata"]["name"]
+    done = await ended(api, JOBSET, js_name)
+    assert done is True
+
+    async def ray_ready() -> bool:
+        status = (await api.get(RAYCLUSTER.resource, ray_name, NS)).get("status") or {}
+        return status.get("state") == "ready"
+
+    await wait_for(ray_ready, timeout=120, what=f"RayCluster {ray_name} ready")
+    assert await placed_on(api, RAYCLUSTER, ray_name) is not None
+    await api.delete(RAYCLUSTER.resource, ray_name, NS)
+
+
+async def test_the_job_examples_run_through_kfed_submit(article_bed: Bed) -> None:
+    """``examples/jobs/`` as documented: ``kfed submit`` each (the TrainJob's stock runtime on
+    the manager too); the JobSet and the TrainJob end successfully, the RayCluster becomes
+    ready; each ran whole on one H100 worker."""
+    bed = article_bed
+    api = bed.manager_api
+    await install_runtime(api)
+    await start(bed)
+    for file, kind in (
+        ("jobset-h100.yaml", JOBSET),
+        ("trainjob-h100.yaml", TRAINJOB),
+        ("raycluster-h100.yaml", RAYCLUSTER),
+    ):
+        name = example(file)["metadata"]["name"]
+        code, out, err = await kfed(bed, "submit", str(JOBS / file), "--timeout", "90")
+        assert code == 0, (out, err)
+        assert f"created {kind.resource.kind} {NS}/{name}" in out, out
+        assert await placed_on(api, kind, name) in H100_WORKERS
+        if kind is RAYCLUSTER:
+
+            async def ready(n: str = name) -> bool:
+                status = (await api.get(RAYCLUSTER.resource, n, NS)).get("status") or {}
+                return status.get("state") == "ready"
+
+            await wait_for(ready, timeout=120, what=f"RayCluster {name} ready")
+            await api.delete(RAYCLUSTER.resource, name, NS)
+            continue
+        done = await ended(api, kind, name)
+        assert done is True, f"{name} failed"

@@ -997,6 +997,23 @@ async def test_held_500_jobs_at_once_each_run_exactly_once(article_bed: Bed) -> 
     assert len({c for n in names for c in runs.clusters_of(n)}) >= 2, "spread over workers"
 
 
+async def short_heavy_job_running_beside_a_full_worker(bed: Bed, runs: RunWatch) -> str:
+    """The article's heavy job (1.5 s) running on one H100 worker, the other H100 worker
+    full for long (a move off the first waits): the first worker."""
+    api = bed.manager_api
+    await api.create(R.JOBS, article.seed_job("03-heavy-job.yaml", delay_ms=1_500), NS)
+    first = await wait_for(lambda: placed_on(api, "heavy-job"), timeout=60, what="placed")
+    assert first is not None
+    other = "worker-3" if first == "worker-2" else "worker-2"
+    await fill_worker(bed.worker_apis[other], "filler")
+
+    async def running_there() -> bool:
+        return first in runs.clusters_of("heavy-job")
+
+    await wait_for(running_there, timeout=60, interval=0.05, what=f"running on {first}")
+    return first
+
+
 async def test_a_job_that_finished_unseen_and_was_moved_meanwhile_is_recorded_never_run_again(
     article_bed: Bed,
 ) -> None:
@@ -1011,16 +1028,7 @@ async def test_a_job_that_finished_unseen_and_was_moved_meanwhile_is_recorded_ne
     await start(bed)  # the bed's fast policy
     api = bed.manager_api
     async with RunWatch(bed.worker_apis, NS) as runs:
-        await api.create(R.JOBS, article.seed_job("03-heavy-job.yaml", delay_ms=1_500), NS)
-        first = await wait_for(lambda: placed_on(api, "heavy-job"), timeout=60, what="placed")
-        assert first is not None
-        other = "worker-3" if first == "worker-2" else "worker-2"
-        await fill_worker(bed.worker_apis[other], "filler")
-
-        async def running_there() -> bool:
-            return first in runs.clusters_of("heavy-job")
-
-        await wait_for(running_there, timeout=60, interval=0.05, what=f"running on {first}")
+        first = await short_heavy_job_running_beside_a_full_worker(bed, runs)
         bed.proxies[first].cut()
         try:
 
@@ -1047,6 +1055,50 @@ async def test_a_job_that_finished_unseen_and_was_moved_meanwhile_is_recorded_ne
             return True
 
         await wait_for(copies_gone, timeout=60, what="its copies removed once recorded")
+    assert runs.clusters_of("heavy-job") == {first}, "it never ran anywhere else"
+    assert not runs.not_exactly_once(["heavy-job"])
+
+
+async def test_a_job_that_ended_before_its_shim_wrote_it_down_is_recorded_never_run_again(
+    article_bed: Bed,
+) -> None:
+    """Found by the 40-job burst drill in CI (twice, the copy's worker cut off as the job
+    ended): the worker's shim writes the end of a run on its copy a moment after the Job
+    completes, longer when it is busy. The manager came back to the worker in between, judged
+    the copy unfinished and not placed there any more, and collected it with its completed
+    Job: the job ran again elsewhere. Now the run counts as ended when either says so. Here
+    the shim's controllers are stopped (its fencing runs on), so nothing ever writes the end
+    on the copy; the other H100 worker is full, so the moved workload waits meanwhile."""
+    bed = article_bed
+    await start(bed)
+    api = bed.manager_api
+    async with RunWatch(bed.worker_apis, NS) as runs:
+        first = await short_heavy_job_running_beside_a_full_worker(bed, runs)
+        await bed.stop(f"shim/{first}")  # nothing writes the end of the run on the copy now
+        bed.proxies[first].cut()
+        try:
+            worker = bed.worker_apis[first]
+            await wait_for(
+                functools.partial(complete, worker, "heavy-job"),
+                timeout=30,
+                what=f"heavy-job Complete on {first}",
+            )
+            (copy,) = [
+                c
+                for c in (await worker.list(R.WORKLOADS, NS))["items"]
+                if c["metadata"]["name"].startswith("job-heavy-job")
+            ]
+            assert not ws.is_finished(copy), "the copy does not say it ended"
+
+            async def moved_off() -> bool:
+                return await placed_on(api, "heavy-job") != first
+
+            await wait_for(moved_off, timeout=60, what="the manager taking it off the cut worker")
+        finally:
+            bed.proxies[first].heal()
+        await wait_for(
+            functools.partial(complete, api, "heavy-job"), timeout=60, what="recorded Complete"
+        )
     assert runs.clusters_of("heavy-job") == {first}, "it never ran anywhere else"
     assert not runs.not_exactly_once(["heavy-job"])
 

@@ -166,7 +166,7 @@ def test_a_file_that_is_not_a_job_is_refused_before_connecting(tmp_path: Path) -
     for command in ("submit", "whatif"):
         code, _, stderr = _invoke(command, str(path), "--kubeconfig", str(tmp_path / "none"))
         assert code == EXIT_USAGE
-        assert "not a batch/v1 Job" in _one_error_line(stderr)
+        assert "not a kind of job kfed queues (batch/v1 Job" in _one_error_line(stderr)
 
 
 def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:

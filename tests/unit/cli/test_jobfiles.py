@@ -7,9 +7,12 @@ import textwrap
 
 import pytest
 
+from e2e.examples import JOBS
 from manager.api import constants as C
 from manager.cli.common import EXIT_USAGE, CliError
-from manager.cli.jobfiles import parse_jobs, prepare
+from manager.cli.jobfiles import display_name, parse_jobs, prepare
+from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.raycluster import RAYCLUSTER
 
 LIGHT_JOB = textwrap.dedent(
     """
@@ -58,7 +61,30 @@ def test_several_documents_parse_in_order() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("kind: Pod\napiVersion: v1\nmetadata: {name: p}\n", "is a Pod (v1), not a batch/v1 Job"),
+        (
+            "kind: Pod\napiVersion: v1\nmetadata: {name: p}\n",
+            "is a Pod (v1), not a kind of job kfed queues (batch/v1 Job, "
+            "jobset.x-k8s.io/v1alpha2 JobSet, ray.io/v1 RayCluster, "
+            "trainer.kubeflow.org/v1alpha1 TrainJob)",
+        ),
+        (
+            "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js}\n",
+            "(JobSet js) has no spec",
+        ),
+        (
+            "apiVersion: jobset.x-k8s.io/v1alpha1\nkind: JobSet\nmetadata: {name: js}\n",
+            "is a JobSet (jobset.x-k8s.io/v1alpha1), not a kind of job kfed queues",
+        ),
+        (
+            "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js}\n"
+            "spec: {replicatedJobs: []}\n",
+            "(JobSet js) has no pods to run",
+        ),
+        (
+            "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: r}\n"
+            "spec: {workerGroupSpecs: [{replicas: many}]}\n",
+            "(RayCluster r) has no readable pod sets",
+        ),
         ("- a\n- b\n", "is not a YAML mapping"),
         ("", "has no YAML documents"),
         ("key: [unclosed\n", "is not valid YAML"),
@@ -71,6 +97,35 @@ def test_several_documents_parse_in_order() -> None:
 )
 def test_anything_but_a_valid_job_is_refused_with_where(text: str, expected: str) -> None:
     assert expected in _usage_error(text)
+
+
+JOBSET_MANIFEST = """
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: train, namespace: ml-jobs}
+spec:
+  replicatedJobs:
+    - name: workers
+      replicas: 2
+      template: {spec: {template: {spec: {containers: [{name: c, image: x}]}}}}
+"""
+TRAINJOB_MANIFEST = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tj}
+spec: {runtimeRef: {name: torch-distributed}, trainer: {numNodes: 2}}
+"""
+
+
+def test_jobsets_and_trainjobs_parse_and_are_prepared_like_jobs() -> None:
+    """Every kind kfed queues is submitted as a Job is; a TrainJob's pod sets are in its
+    runtime, which the manager reads (not checked here)."""
+    jobset, trainjob = parse_jobs(f"{JOBSET_MANIFEST}---\n{TRAINJOB_MANIFEST}", "jobs.yaml")
+    ready, _ = prepare(jobset, queue="gpu-lq")
+    assert ready["spec"]["suspend"] is True
+    assert ready["metadata"]["labels"][C.QUEUE_NAME_LABEL] == "gpu-lq"
+    assert display_name(ready) == "JobSet ml-jobs/train"
+    assert display_name(trainjob) == "TrainJob default/tj"
 
 
 def test_prepare_adds_the_queue_label_and_suspends() -> None:
@@ -104,3 +159,18 @@ def test_prepare_defaults_the_namespace_and_overrides_an_explicit_unsuspend() ->
     assert ready["metadata"]["namespace"] == "default"
     assert ready["spec"]["suspend"] is True
     assert len(warnings) == 1 and "suspend: false" in warnings[0]
+
+
+def test_the_job_examples_parse_with_their_pod_sets() -> None:
+    """``examples/jobs/`` are valid submissions: the JobSet is 1 driver and 4 GPU workers;
+    the TrainJob's and RayCluster's pod sets are what docs/jobs.md says."""
+    found = {}
+    for path in sorted(JOBS.glob("*.yaml")):
+        [doc] = parse_jobs(path.read_text(), str(path))
+        found[doc["kind"]] = doc
+    assert set(found) == {"JobSet", "TrainJob", "RayCluster"}
+    jobset = JOBSET.pod_sets(found["JobSet"])
+    assert [(ps.name, ps.count) for ps in jobset] == [("driver", 1), ("workers", 4)]
+    ray = RAYCLUSTER.pod_sets(found["RayCluster"])
+    assert [(ps.name, ps.count) for ps in ray] == [("head", 1), ("gpu", 2)]
+    assert found["TrainJob"]["spec"]["trainer"]["numNodes"] == 2
