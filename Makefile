@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 
-.PHONY: demo test lint unit integration binaries browser crds image kind bench-scheduler bench-apiserver bench-federation clean
+.PHONY: demo test lint unit integration binaries browser crds image kind bench-scheduler bench-apiserver bench-federation bench-jobsets clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ bench-apiserver: $(STAMP) binaries
 ## bench-federation: dispatch (capacity-aware vs AllAtOnce) and partition drills, ~20 min
 bench-federation: $(STAMP) binaries
 	$(BIN)/python -m e2e.bench.federation $(BENCH_ARGS)
+
+## bench-jobsets: 5-pod JobSets through kfed on the real JobSet operator (latency, API requests), ~3 min
+bench-jobsets: $(STAMP) binaries
+	$(BIN)/python -m e2e.bench.jobsets $(BENCH_ARGS)
 
 ## crds: regenerate crds/ from the pydantic models
 crds: $(STAMP)

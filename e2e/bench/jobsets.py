@@ -8,9 +8,9 @@ of a driver and four one-GPU workers (5 pods) one after another, and for each me
 
 and the API requests every apiserver served during the run, net of an idle window of the
 same length, per JobSet (the chosen worker's writes broken down by verb and resource).
-Prints the figures and writes them as JSON (``--output``).
+Prints the figures as JSON (``--json FILE`` writes them too).
 
-    python -m e2e.bench.jobsets [--jobsets 10] [--runtime-ms 2000] [--output DIR]
+    python -m e2e.bench.jobsets [--jobsets 10] [--runtime-ms 2000] [--json FILE]
 """
 
 from __future__ import annotations
@@ -248,14 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m e2e.bench.jobsets", description=__doc__)
     parser.add_argument("--jobsets", type=int, default=10)
     parser.add_argument("--runtime-ms", type=int, default=2000)
-    parser.add_argument("--output", type=Path, default=Path("bench-results"))
+    parser.add_argument("--json", type=Path, help="also write the JSON report to this file")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))
-    args.output.mkdir(parents=True, exist_ok=True)
-    path = args.output / "jobsets.json"
-    path.write_text(json.dumps(result, indent=2))
-    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
-    print(f"written to {path}")
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json is not None:
+        args.json.write_text(text + "\n")
     return 0
 
 

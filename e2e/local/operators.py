@@ -23,7 +23,7 @@ import yaml
 
 from e2e import binaries
 from e2e.local import pki
-from e2e.local.cluster import ClusterStartError, LocalCluster, free_ports
+from e2e.local.cluster import ClusterStartError, KubectlError, LocalCluster, free_ports
 from e2e.waiting import wait_for_sync
 
 # Also the order they start in: JobSet's CRDs must be served before the trainer starts (it
@@ -132,7 +132,20 @@ def install_crds(cluster: LocalCluster, names: Iterable[str]) -> None:
     )
     # By name, not -f: kubectl would parse the megabytes of YAML again.
     crds = [crd_name(f) for d in dirs for f in sorted(d.glob("*.yaml"))]
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *crds)
+
+    def established() -> bool:
+        # kubectl wait fails at once, rather than waiting, on a CRD created a moment ago
+        # whose status has no conditions yet: ask again until it waits.
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=30s", *crds)
+        return True
+
+    wait_for_sync(
+        established,
+        timeout=90,
+        what=f"{cluster.name}: operator CRDs Established",
+        interval=0.5,
+        ignore=(KubectlError,),
+    )
 
 
 def crd_name(path: Path) -> str:

@@ -225,6 +225,23 @@ def test_an_admitted_workload_says_why_it_went_there() -> None:
     assert workload_row(wl).reason == "runs on worker-1", "an unreadable decision is left out"
 
 
+def test_a_workload_shows_the_kind_of_its_job() -> None:
+    """JobSets, TrainJobs and RayClusters are listed as Jobs are, with their kind."""
+    wl = workload(admission=ADMISSION, conditions=[cond(C.QUOTA_RESERVED)])
+    assert workload_row(wl).kind == ""
+    wl["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": "train",
+            "uid": "u",
+            "controller": True,
+        }
+    ]
+    row = workload_row(wl)
+    assert row.kind == "JobSet" and row.to_json(CREATED_AT)["kind"] == "JobSet"
+
+
 def test_finished_evicted_and_worker_side_workloads() -> None:
     finished = workload(conditions=[cond(C.FINISHED, reason="Succeeded", message="done")])
     assert workload_row(finished).reason == "finished (Succeeded): done"
