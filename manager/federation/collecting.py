@@ -14,7 +14,7 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.federation import checkstatus, leftovers
 from manager.federation.lookups import Lookups
-from manager.federation.remote import RemoteCluster
+from manager.federation.remote import RemoteCluster, workload_keys_of_job
 from manager.federation.writes import Writes
 from manager.kube import errors
 from manager.kube import resources as R
@@ -36,13 +36,22 @@ class Collector:
         no longer places there (the workload moved, finished or is gone). Read afresh: the
         informers may not have caught up with what happened there while it was unreachable
         (a copy that finished meanwhile must be seen finished, never deleted as a leftover)."""
+        jobs: dict[str, list[tuple[JobKind, Obj]]] = {}
         try:
             fresh = await remote.api.list(R.WORKLOADS, label_selector=remote.origin_selector)
+            # Our jobs too: the informers may still show a job as running that ended while
+            # the worker could not be seen (they re-list on their own time).
+            for kind in list(remote.job_informers):
+                listed = await remote.api.list(kind.resource, label_selector=remote.origin_selector)
+                for job in listed["items"]:
+                    for key in workload_keys_of_job(job):
+                        jobs.setdefault(key, []).append((kind, job))
         except errors.KubeError as err:
             log.info("not recovering %s yet (%s): the garbage collection will", remote.name, err)
             return
         for copy_ in fresh["items"]:
-            await self._judge(leftovers.Moment.RETURNING, remote, copy_)
+            key = ws.key_of(copy_)
+            await self._judge(leftovers.Moment.RETURNING, remote, copy_, jobs.get(key, []))
         await self._collect_orphan_jobs(remote)
 
     def workload_facts(self, key: str) -> leftovers.WorkloadFacts:
@@ -64,12 +73,19 @@ class Collector:
             placed_on=frozenset(placed_on),
         )
 
-    async def _judge(self, moment: leftovers.Moment, remote: RemoteCluster, copy_: Obj) -> bool:
-        """Judge one copy and carry the verdict out; True when it was deleted."""
+    async def _judge(
+        self,
+        moment: leftovers.Moment,
+        remote: RemoteCluster,
+        copy_: Obj,
+        jobs: list[tuple[JobKind, Obj]] | None = None,
+    ) -> bool:
+        """Judge one copy (with our jobs there made for it, read afresh, when given) and carry
+        the verdict out; True when it was deleted."""
         key = ws.key_of(copy_)
         copy_facts = leftovers.CopyFacts(
             remote.name,
-            finished=self.look.ended_there(remote, key, copy_),
+            finished=self.look.ended_there(remote, key, copy_, jobs),
             active=ws.is_active(copy_),
         )
         verdict = leftovers.judge_copy(moment, copy_facts, self.workload_facts(key))

@@ -152,14 +152,22 @@ class Lookups:
                 return cluster, remote_wl
         return None
 
-    def ended_there(self, remote: RemoteCluster, key: str, copy: Obj | None) -> bool:
+    def ended_there(
+        self,
+        remote: RemoteCluster,
+        key: str,
+        copy: Obj | None,
+        jobs: list[tuple[JobKind, Obj]] | None = None,
+    ) -> bool:
         """The run of ``key`` on ``remote`` ended: its copy says so, or one of our jobs there
         made for it does. The worker's shim writes the end on the copy a moment after its job
         ended (longer when it is busy): a copy judged meanwhile must count as finished, or
-        its run would be collected as a leftover and the job run again."""
+        its run would be collected as a leftover and the job run again. ``jobs``: our jobs
+        there made for it, read afresh (default: the informer's)."""
         if copy is not None and ws.is_finished(copy):
             return True
-        return any(kind.outcome(job) is not None for kind, job in self.remote_jobs_of(remote, key))
+        found = self.remote_jobs_of(remote, key) if jobs is None else jobs
+        return any(kind.outcome(job) is not None for kind, job in found)
 
     def remote_job_name(self, obj: Obj) -> str | None:
         job = self.manager_job(obj)

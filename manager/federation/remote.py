@@ -74,7 +74,7 @@ KINDS_RECHECK_SECONDS = 30.0
 """How often a connected worker is asked again which of those kinds it serves."""
 
 
-def _workload_of_job(job: Obj) -> list[str]:
+def workload_keys_of_job(job: Obj) -> list[str]:
     """``namespace/name`` of the manager workload a Job of ours was made for."""
     meta = job.get("metadata") or {}
     name = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
@@ -115,7 +115,7 @@ class RemoteCluster:
     state: ConnectionState = field(default_factory=ConnectionState)
     informers: dict[str, Informer] = field(default_factory=dict)
     job_informers: JobInformers = field(
-        default_factory=lambda: JobInformers((JOBS_BY_WORKLOAD, _workload_of_job))
+        default_factory=lambda: JobInformers((JOBS_BY_WORKLOAD, workload_keys_of_job))
     )
     """Our jobs there, one informer per kind it serves (found again on every connect)."""
     shim_lease: lease.LeaseObserver = field(default_factory=lease.LeaseObserver)

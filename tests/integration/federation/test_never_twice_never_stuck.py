@@ -997,6 +997,15 @@ async def test_held_500_jobs_at_once_each_run_exactly_once(article_bed: Bed) -> 
     assert len({c for n in names for c in runs.clusters_of(n)}) >= 2, "spread over workers"
 
 
+async def taken_off(api: KubeApi, job: str, worker: str) -> None:
+    """Until the manager no longer places ``job`` on the cut-off ``worker``."""
+
+    async def moved_off() -> bool:
+        return await placed_on(api, job) != worker
+
+    await wait_for(moved_off, timeout=60, what=f"the manager taking {job} off {worker}")
+
+
 async def short_heavy_job_running_beside_a_full_worker(bed: Bed, runs: RunWatch) -> str:
     """The article's heavy job (1.5 s) running on one H100 worker, the other H100 worker
     full for long (a move off the first waits): the first worker."""
@@ -1036,11 +1045,7 @@ async def test_a_job_that_finished_unseen_and_was_moved_meanwhile_is_recorded_ne
                 return first in runs.succeeded_on["heavy-job"]
 
             await wait_for(finished_there, timeout=30, what=f"heavy-job Succeeded on {first}")
-
-            async def moved_off() -> bool:
-                return await placed_on(api, "heavy-job") != first
-
-            await wait_for(moved_off, timeout=60, what="the manager taking it off the cut worker")
+            await taken_off(api, "heavy-job", first)
         finally:
             bed.proxies[first].heal()
         await wait_for(
@@ -1089,11 +1094,7 @@ async def test_a_job_that_ended_before_its_shim_wrote_it_down_is_recorded_never_
                 if c["metadata"]["name"].startswith("job-heavy-job")
             ]
             assert not ws.is_finished(copy), "the copy does not say it ended"
-
-            async def moved_off() -> bool:
-                return await placed_on(api, "heavy-job") != first
-
-            await wait_for(moved_off, timeout=60, what="the manager taking it off the cut worker")
+            await taken_off(api, "heavy-job", first)
         finally:
             bed.proxies[first].heal()
         await wait_for(
