@@ -11,8 +11,10 @@ import logging
 import time
 from typing import Any
 
+from manager.api import constants as C
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
 from manager.federation import checkstatus, remoteobjects
 from manager.federation.lookups import Lookups, foreign_reason, made_for, ours
@@ -189,17 +191,34 @@ class Writes:
             if live and await self._finished_there(remote, key):
                 log.info("workload %s finished on %s unseen: its copy is kept", key, remote.name)
                 continue
+            log.info("removing the copy of %s on %s", key, remote.name)
             await self.delete_copy(remote, key, obj)
         self.manager.workloads.queue.add(key)  # its eviction may be waiting for this
 
     async def _finished_there(self, remote: RemoteCluster, key: str) -> bool:
+        """The run of ``key`` on ``remote`` ended, judged from its copy and our jobs there
+        read afresh: when the worker was just reachable again, the informers may still show
+        a job running that ended while it could not be seen (found in CI: the copy was
+        deleted with its completed job, and the job was about to run again)."""
         namespace, name = key.split("/", 1)
         body = {"metadata": {"name": name, "namespace": namespace}}
         try:
             fresh = await self.read_remote(remote, R.WORKLOADS, body)
+            jobs = await self.fresh_jobs_of(remote, key)
         except errors.KubeError:
             return True  # cannot tell: keep it; the next reconcile looks again
-        return self.look.ended_there(remote, key, fresh)
+        return self.look.ended_there(remote, key, fresh, jobs)
+
+    async def fresh_jobs_of(self, remote: RemoteCluster, key: str) -> list[tuple[JobKind, Obj]]:
+        """Our jobs on ``remote`` made for the workload ``key``, listed afresh, every kind
+        the worker serves."""
+        namespace, name = key.split("/", 1)
+        selector = f"{remote.origin_selector},{C.PREBUILT_WORKLOAD_LABEL}={name}"
+        found: list[tuple[JobKind, Obj]] = []
+        for kind in list(remote.job_informers):
+            listed = await remote.api.list(kind.resource, namespace, label_selector=selector)
+            found.extend((kind, job) for job in listed["items"])
+        return found
 
     # -- the winner --------------------------------------------------------------------
 
