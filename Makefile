@@ -6,13 +6,19 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
+BENCH_STAMP := $(VENV)/.kfed-bench-installed
 
-.PHONY: demo test lint unit integration binaries browser crds image kind bench-scheduler bench-apiserver bench-federation bench-jobsets clean
+.PHONY: demo test lint unit integration binaries browser crds image kind bench-scheduler bench-apiserver bench-federation bench-jobsets bench-multikueue clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+# The benchmarks' extras: py-spy (profiles) and matplotlib (plots); the tests need neither.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	touch $@
 
 ## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok and the
@@ -59,6 +65,10 @@ bench-apiserver: $(STAMP) binaries
 ## bench-federation: dispatch (capacity-aware vs AllAtOnce) and partition drills, ~20 min
 bench-federation: $(STAMP) binaries
 	$(BIN)/python -m e2e.bench.federation $(BENCH_ARGS)
+
+## bench-multikueue: upstream's MultiKueue gate shape (1,000 Jobs, 3 workers; capacity-aware and AllAtOnce), ~5 min
+bench-multikueue: $(BENCH_STAMP) binaries
+	$(BIN)/python -m e2e.bench.multikueue $(BENCH_ARGS)
 
 ## bench-jobsets: 5-pod JobSets through kfed on the real JobSet operator (latency, API requests), ~3 min
 bench-jobsets: $(STAMP) binaries

@@ -127,19 +127,27 @@ class AdmissionLoop:
             written, failed = None, True
         finally:
             self.in_flight.discard(key)
+        if failed:
+            core_.forget(key)  # queued again; the loop looks again after a pause
+            asyncio.get_running_loop().call_later(
+                self.settings.requeue_base_seconds, self.state.kick
+            )
+            if self.resync is not None:
+                self.resync(key)
+            return
         if written is None:
             # Not written: the core's view of this workload may be stale (its object already
             # holds a reservation, finished, was deactivated). Only its reconcile can tell,
-            # and no event may be coming to start one: ask for it, rather than kicking the
-            # loop, which would admit the same workload again and again without ever
-            # letting that reconcile fix the view.
-            core_.forget(key)
+            # and no event may be coming to start one: ask for it. Meanwhile the workload is
+            # out of the core: back in its queue, it would be the head again at once and,
+            # with others waiting behind it, admitted again in the very next cycle, its
+            # reconcile always finding that admission in flight (a loop at 100 % CPU that
+            # admitted nothing else, found by e2e/bench/multikueue).
             if self.resync is not None:
+                core_.delete_workload(key)
                 self.resync(key)
-            if failed:
-                asyncio.get_running_loop().call_later(
-                    self.settings.requeue_base_seconds, self.state.kick
-                )
+            else:
+                core_.forget(key)
             return
         core_.confirm(key)
         if not checks:

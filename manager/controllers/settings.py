@@ -9,8 +9,12 @@ from manager.core import FairSharingConfig
 
 @dataclass(frozen=True, slots=True)
 class ControllerSettings:
-    workers: int = 4
-    """Concurrent reconciles per controller (workloads, jobs). Keys never run twice at once."""
+    workers: int = 16
+    """Concurrent reconciles per controller (workloads, jobs). Keys never run twice at once.
+    A reconcile mostly waits on the API server, and every write brings its workload back as
+    an event: at 4, a burst of 1,000 Jobs (e2e/bench/multikueue) queued each new Workload's
+    first reconcile behind the others' events, quota reservation P95 15.6 s; at 16, 2.1 s
+    (upstream runs 10 Workload reconciles at once in its MultiKueue configuration)."""
     status_period: float = 1.0
     """How often ClusterQueue and LocalQueue status is recomputed and written if it changed."""
     requeue_base_seconds: float = 1.0

@@ -56,3 +56,19 @@ def set_check(
     if nominated is not None and (status.get("nominatedClusterNames") or []) != nominated:
         patch["nominatedClusterNames"] = nominated or None
     return {"status": patch} if patch else None
+
+
+def ready_and_admitted(obj: Obj, check: str, message: str, *, cluster_name: str) -> Obj | None:
+    """Status patch setting the check Ready on ``cluster_name`` and, when that makes every
+    check Ready, ``Admitted`` too: one write where Kueue's controllers make two (the check's
+    controller, then the Workload controller admitting), the Workload controller then finding
+    nothing left to write."""
+    patch = set_check(obj, check, "Ready", message, cluster_name=cluster_name)
+    if patch is None:
+        return None
+    after = dict(ws.status_of(obj))
+    after.update({k: v for k, v in patch["status"].items() if v is not None})
+    admitted = ws.admit({**obj, "status": after})
+    if admitted is not None:
+        patch["status"]["conditions"] = admitted["status"]["conditions"]
+    return patch

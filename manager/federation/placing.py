@@ -10,6 +10,7 @@ first to admit wins and the others are deleted before the Job is created on the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -184,7 +185,7 @@ class Placer:
                     assert remote is not None  # reachable
                     return await self.write.won(key, obj, check, remote, copies)
                 case choosing.Verdict.WAIT:
-                    return verdict.after
+                    return await self._nominate_if_waiting(obj, check, placement, verdict.after)
             await self._withdraw(key, obj, placement.cluster, delete=verdict.delete_copy)
 
         facts = choosing.ChoosingFacts(
@@ -196,6 +197,23 @@ class Placer:
             unblocked_in=self.look.unblocked_in(key),
         )
         return await self._carry_out(key, obj, check, facts, choosing.choose(facts))
+
+    async def _nominate_if_waiting(
+        self, obj: Obj, check: str, placement: Placement, after: float | None
+    ) -> float | None:
+        """A copy not admitted yet: once it has waited ``nominate_after``, say so on the
+        Workload (the check's message, ``nominatedClusterNames``); the seconds before
+        looking again."""
+        if placement.nominate_at is None:
+            return after
+        remaining = placement.nominate_at - time.monotonic()
+        if remaining > 0:
+            return remaining if after is None else min(after, remaining)
+        placement.nominate_at = None
+        await self.write.set_check(
+            obj, check, "Pending", placement.waiting_message, nominated=[placement.cluster]
+        )
+        return after
 
     async def _withdraw(self, key: str, obj: Obj, cluster: str, *, delete: bool) -> None:
         """Give up the copy sent to ``cluster``: it was not admitted in time, it stopped, or
@@ -242,12 +260,15 @@ class Placer:
         for (flavor, resource), amount in self.request(obj).usage.items():
             worker_flavor = best.flavors.get(flavor, flavor)
             usage[(best.worker_cluster_queue, worker_flavor, resource)] = amount
+        now = time.monotonic()
         record.placement = Placement(
             best.cluster,
             best.worker_cluster_queue,
             usage,
-            time.monotonic() + self.settings.admission_timeout,
+            now + self.settings.admission_timeout,
             best.reason,
+            waiting_message=choice.message,
+            nominate_at=now + self.settings.nominate_after,
         )
         decision = {
             "cluster": best.cluster,
@@ -272,9 +293,8 @@ class Placer:
         if not await self.write.create_copy(remote, obj):
             record.placement = None
             return 1.0
-        obj = await self.write.annotate(obj, decision)
-        await self.write.set_check(obj, check, "Pending", choice.message, nominated=[best.cluster])
-        return self.settings.admission_timeout
+        await self.write.annotate(obj, decision)
+        return self.settings.nominate_after
 
     async def _place_many(
         self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
@@ -314,10 +334,9 @@ class Placer:
                     "kfed.clusters": new,
                 },
             )
-        for name in new:
-            remote = self.registry.remote(name)
-            if remote is not None:
-                await self.write.create_copy(remote, obj)
+        # Each worker is a separate API server: the copies go out at once.
+        remotes = [r for r in (self.registry.remote(n) for n in new) if r is not None]
+        await asyncio.gather(*(self.write.create_copy(r, obj) for r in remotes))
         await self.write.set_check(
             obj,
             check,

@@ -23,12 +23,21 @@ class Placement:
     usage: dict[tuple[str, str, str], int]
     deadline: float
     reason: str
+    waiting_message: str = ""
+    """The check's Pending message, written with ``nominatedClusterNames`` only if the copy
+    waits (``nominate_at``)."""
+    nominate_at: float | None = None
+    """When to write that nomination (monotonic); None once written, or not to be. Most
+    copies are admitted well before: the write would be one more per workload, and one more
+    writer racing the reservation's and the admission's writes (409s)."""
 
 
 @dataclass
 class WorkloadRecord:
-    placement: Placement | None = None
-    """Capacity-aware: the copy waiting to be admitted, and until when."""
+    key: str = ""
+    placed: dict[str, WorkloadRecord] | None = field(default=None, repr=False, compare=False)
+    """Its owner's index of the records that hold a placement (kept by ``placement``)."""
+    _placement: Placement | None = field(default=None, repr=False)
     tried: set[str] = field(default_factory=set)
     """Workers whose copy was withdrawn (not admitted in time) since the last full round."""
     waiting: bool = False
@@ -48,18 +57,35 @@ class WorkloadRecord:
     """Workers it must not go to for now, with why and until when (monotonic): an object of
     the same name there that kfed did not create."""
 
+    @property
+    def placement(self) -> Placement | None:
+        """Capacity-aware: the copy waiting to be admitted, and until when."""
+        return self._placement
+
+    @placement.setter
+    def placement(self, value: Placement | None) -> None:
+        # Indexed, so that summing what is in flight to each worker (at every placement)
+        # reads the few records in flight, not every workload the manager knows.
+        self._placement = value
+        if self.placed is not None:
+            if value is None:
+                self.placed.pop(self.key, None)
+            else:
+                self.placed[self.key] = self
+
 
 class Records:
     """One ``WorkloadRecord`` per manager workload key, created on first write."""
 
     def __init__(self) -> None:
         self._by_key: dict[str, WorkloadRecord] = {}
+        self._placed: dict[str, WorkloadRecord] = {}
 
     def __call__(self, key: str) -> WorkloadRecord:
         """The record of ``key``, created empty when there is none (for writes)."""
         record = self._by_key.get(key)
         if record is None:
-            record = self._by_key[key] = WorkloadRecord()
+            record = self._by_key[key] = WorkloadRecord(key=key, placed=self._placed)
         return record
 
     def get(self, key: str) -> WorkloadRecord | None:
@@ -68,13 +94,14 @@ class Records:
 
     def forget(self, key: str) -> None:
         self._by_key.pop(key, None)
+        self._placed.pop(key, None)
 
     def placement(self, key: str) -> Placement | None:
         record = self._by_key.get(key)
         return record.placement if record is not None else None
 
     def placements(self) -> Iterator[tuple[str, Placement]]:
-        for key, record in self._by_key.items():
+        for key, record in list(self._placed.items()):
             if record.placement is not None:
                 yield key, record.placement
 

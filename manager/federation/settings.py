@@ -62,6 +62,10 @@ class FederationSettings:
     incremental_round_timeout: float = 300.0
     admission_timeout: float = 30.0
     """A copy the chosen worker has not admitted by then is withdrawn; the next is tried."""
+    nominate_after: float = 1.0
+    """Capacity-aware: a copy not admitted by then is shown on the Workload as nominated (the
+    check's Pending message, ``nominatedClusterNames``); one admitted sooner, as most are,
+    costs no write for it."""
     dispatch_deadline: float = 300.0
     """A workload no worker can ever hold as configured (no worker has its queue or flavor,
     or none has that much quota) keeps its manager quota this long, then it is evicted

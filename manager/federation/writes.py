@@ -5,15 +5,18 @@ count them and trace them."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
+from manager.controllers.admission import queued_since
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
 from manager.federation import checkstatus, remoteobjects
@@ -54,13 +57,28 @@ class Writes:
     async def set_check(
         self, obj: Obj, check: str, state: str, message: str, **kw: Any
     ) -> Obj | None:
+        return await self._write_status(
+            obj, lambda o: checkstatus.set_check(o, check, state, message, **kw)
+        )
+
+    async def set_ready(self, obj: Obj, check: str, cluster: str) -> Obj | None:
+        """The check Ready on ``cluster``, and the Workload Admitted in the same write when
+        no other check waits (``checkstatus.ready_and_admitted``)."""
+        message = f'The workload was admitted on "{cluster}"'
+        written = await self._write_status(
+            obj,
+            lambda o: checkstatus.ready_and_admitted(o, check, message, cluster_name=cluster),
+        )
+        if written is not None and ws.is_admitted(written) and not ws.is_admitted(obj):
+            self.state.metrics.admitted(
+                ws.cluster_queue_of(written), waited=time.time() - queued_since(written)
+            )
+        return written
+
+    async def _write_status(self, obj: Obj, mutate: Callable[[Obj], Obj | None]) -> Obj | None:
         try:
             written = await patch_guarded(
-                self.state.api,
-                R.WORKLOADS,
-                obj,
-                lambda o: checkstatus.set_check(o, check, state, message, **kw),
-                subresource="status",
+                self.state.api, R.WORKLOADS, obj, mutate, subresource="status"
             )
         except errors.NotFound:
             return None
@@ -228,12 +246,10 @@ class Writes:
         """``remote`` admitted the copy: every other copy goes, the Job is created there and
         the check set Ready on it."""
         self.records(key).winner = remote.name
-        # Every other copy goes first, so at most one worker can ever run the job.
-        for name in copies:
-            if name != remote.name:
-                other = self.look.registry.remote(name)
-                if other is not None:
-                    await self.delete_copy(other, key, obj)
+        # Every other copy goes first, so at most one worker can ever run the job (each on
+        # its own API server: at once).
+        others = [self.look.registry.remote(n) for n in copies if n != remote.name]
+        await asyncio.gather(*(self.delete_copy(o, key, obj) for o in others if o is not None))
         job = self.look.manager_job(obj)
         kind = self.look.kind_of(obj)
         earlier = self.look.same_named_remote_job(remote, obj)
@@ -260,13 +276,7 @@ class Writes:
                     return await self.refuse_worker(key, obj, check, remote, what, existing)
                 if not made_for(existing, obj):
                     return await self.wait_for_earlier_job(obj, check, remote, existing)
-        written = await self.set_check(
-            obj,
-            check,
-            "Ready",
-            f'The workload was admitted on "{remote.name}"',
-            cluster_name=remote.name,
-        )
+        written = await self.set_ready(obj, check, remote.name)
         if written is not None:
             self._placed(key, written, remote.name)
         return None

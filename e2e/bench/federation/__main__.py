@@ -29,12 +29,12 @@ import datetime as dt
 import os
 import platform
 import shutil
-import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from e2e.bench import entry
 from e2e.bench.federation import dispatchrun, drills, jobs, report
 from e2e.bench.federation.bed import Bed
 from e2e.bench.federation.topology import Topology
@@ -212,25 +212,9 @@ def main(argv: list[str] | None = None) -> int:
             "the machine was busy when the run started (1-min load "
             f"{out.load_average_start[0]:.2f}): latencies include waiting for a CPU"
         )
-    print(report.render(out))
-    text = report.dumps(out)
-    print(text)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n")
+    entry.publish(report.render(out), report.dumps(out), args.json)
     return 0 if out.passed else 1
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    # SIGTERM cleans up as Ctrl-C does (a SIGKILL leaves only the temporary directory).
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("interrupted; everything started was stopped", file=sys.stderr)
-        sys.exit(130)
+    entry.run(main)

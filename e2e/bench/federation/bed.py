@@ -17,7 +17,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import yaml
@@ -68,7 +68,11 @@ class Bed:
         *,
         name: str = "bench-federation",
         operators: tuple[str, ...] = (),
+        full: bool = True,
     ) -> None:
+        """``full``: every cluster with controller-manager, scheduler and kwok nodes (the
+        Jobs run); else lite control planes, etcd and kube-apiserver only (nothing runs:
+        enough where only admission is measured)."""
         if worker_names(len(topo.workers)) != topo.workers:
             raise ValueError(
                 f"the topology must name its workers {worker_names(len(topo.workers))}, "
@@ -82,7 +86,7 @@ class Bed:
         self.fed = LocalFederation(
             name,
             workers=len(topo.workers),
-            full=True,
+            full=full,
             nodes_file=nodes,
             root=self.root,
             tie_to_parent=True,
@@ -118,11 +122,23 @@ class Bed:
                 self.fed.kubeconfig(worker), name=f"bench:{worker}"
             )
 
-    async def configure(self) -> None:
-        """Queues everywhere, workers registered directly, a shim per worker."""
-        await apply(self.manager, topology.manager_queues(self.topology))
+    async def configure(
+        self,
+        manager_queues: Iterable[Applied] | None = None,
+        worker_queues: Callable[[str], Iterable[Applied]] | None = None,
+    ) -> None:
+        """Queues everywhere (the topology's unless given), workers registered directly, a
+        shim per worker."""
+        if manager_queues is None:
+            manager_queues = topology.manager_queues(self.topology)
+        await apply(self.manager, manager_queues)
         for worker in self.workers:
-            await apply(self.worker_apis[worker], topology.worker_queues(self.topology, worker))
+            objects = (
+                worker_queues(worker)
+                if worker_queues is not None
+                else topology.worker_queues(self.topology, worker)
+            )
+            await apply(self.worker_apis[worker], objects)
         await self.register(via_proxies=False)
         for worker in self.workers:
             self.shims[worker] = processes.start_shim(

@@ -54,7 +54,13 @@ class Topology:
 
     @property
     def workers(self) -> list[str]:
-        return sorted(self.worker_flavors)
+        """In e2e.local's order: worker-2 before worker-10."""
+
+        def number(name: str) -> tuple[int, str]:
+            suffix = name.rsplit("-", 1)[-1]
+            return (int(suffix), name) if suffix.isdigit() else (0, name)
+
+        return sorted(self.worker_flavors, key=number)
 
     def workers_with(self, flavor: str) -> list[str]:
         return [w for w in self.workers if flavor in self.worker_flavors[w]]

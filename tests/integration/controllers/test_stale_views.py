@@ -67,6 +67,27 @@ async def wait_admitted(api: KubeApi, ns: str) -> dict[str, Any]:
     return wl
 
 
+def make_core_view_stale(controller: ClusterController, key: str) -> dict[str, Any]:
+    """The core forgets the workload's reservation and queues it again, as a missed or
+    reordered event would leave it, while its object still holds quota; returns the
+    object."""
+    obj = controller.state.workloads.get(key)
+    assert obj is not None
+    stale = copy.deepcopy(obj)
+    stale.pop("status", None)
+    model = Workload.model_validate(stale)
+    core_ = controller.state.core
+    core_.delete_workload(core.WorkloadKey(key))
+    core_.add_workload(
+        convert.workload(
+            model,
+            priority=controller.workloads.priority_of(model),
+            creation_time=ws.creation_time(obj),
+        )
+    )
+    return obj
+
+
 async def test_a_core_view_behind_the_object_is_resynced_not_admitted_again(
     api: KubeApi,
     ns: str,
@@ -87,21 +108,7 @@ async def test_a_core_view_behind_the_object_is_resynced_not_admitted_again(
         what="the core's own view: admitted",
     )
 
-    # Make the core's view stale: it forgets the reservation and queues the workload again,
-    # as a missed or reordered event would leave it, while the object still holds quota.
-    obj = controller.state.workloads.get(key)
-    assert obj is not None
-    stale = copy.deepcopy(obj)
-    stale.pop("status", None)
-    model = Workload.model_validate(stale)
-    core_.delete_workload(wkey)
-    core_.add_workload(
-        convert.workload(
-            model,
-            priority=controller.workloads.priority_of(model),
-            creation_time=ws.creation_time(obj),
-        )
-    )
+    obj = make_core_view_stale(controller, key)
     assert core_.workload_state(wkey) is core.WorkloadState.PENDING
     cycles_before = controller.admission.cycles
     controller.state.kick()
@@ -186,3 +193,51 @@ async def test_an_event_during_the_admission_write_is_looked_at_again(
         await wait_for(evicted_as_deactivated, timeout=10, what="the deactivation acted on")
     finally:
         await running.stop()
+
+
+async def test_a_stale_head_of_the_queue_never_spins_the_scheduling_loop(
+    api: KubeApi,
+    ns: str,
+    unique: str,
+    cluster_objects: list[tuple[R.Resource, str]],
+    start_controller: StartController,
+) -> None:
+    """Found by the MultiKueue benchmark (1,000 Jobs, 16 reconciles at once): the core's
+    view of the oldest workload went stale while others waited behind it. Each cycle admitted
+    it again, its write did not apply (it holds a reservation), and it went straight back to
+    the head of its queue: the next cycle, with others still waiting, admitted it again at
+    once, so its reconcile always found its admission "in flight" and never ran, the manager
+    spun at 100 % CPU and admitted nothing more. Now a write that does not apply takes the
+    workload out of the core until its reconcile puts it back as its object says."""
+    await admitted_workload(api, ns, unique, cluster_objects)
+    running = await start_controller()
+    wl = await wait_admitted(api, ns)
+    key = ws.key_of(wl)
+    wkey = core.WorkloadKey(key)
+    controller = running.controller
+    core_ = controller.state.core
+    await wait_for(
+        lambda: core_.workload_state(wkey) is core.WorkloadState.ADMITTED,
+        timeout=10,
+        what="the core's own view: admitted",
+    )
+    obj = make_core_view_stale(controller, key)
+    # A younger job waits behind the stale head (the queue has room for it).
+    await api.create(R.JOBS, b.job(ns, "k", "q", delay_ms=RUNNING_MS, model="h100"), ns)
+
+    async def younger_admitted() -> bool:
+        younger = await workload_of(api, ns, "k")
+        return younger is not None and ws.is_admitted(younger)
+
+    await wait_for(younger_admitted, timeout=30, what="the younger job admitted")
+    await wait_for(
+        lambda: core_.workload_state(wkey) is core.WorkloadState.ADMITTED,
+        timeout=10,
+        interval=0.05,
+        what="the stale head resynced from its object",
+    )
+    after = await workload_of(api, ns, "j")
+    assert after is not None
+    reserved, before = condition(after, C.QUOTA_RESERVED), condition(obj, C.QUOTA_RESERVED)
+    assert reserved is not None and before is not None
+    assert reserved["lastTransitionTime"] == before["lastTransitionTime"]

@@ -17,7 +17,7 @@ KUBECONFIG = ["--kubeconfig", "/dev/null"]
 def test_fair_sharing_is_off_by_default_and_on_when_asked(parse: object, role: str) -> None:
     assert callable(parse)
     settings = parse(KUBECONFIG).controller_settings
-    assert settings.fair_sharing is None and settings.role == role and settings.workers == 4
+    assert settings.fair_sharing is None and settings.role == role and settings.workers == 16
 
     settings = parse([*KUBECONFIG, "--fair-sharing", "--workers", "8"]).controller_settings
     assert settings.fair_sharing == core.FairSharingConfig()

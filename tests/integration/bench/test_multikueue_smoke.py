@@ -1,0 +1,88 @@
+"""A small run of the MultiKueue benchmark (``python -m e2e.bench.multikueue``), as a user
+runs it: it completes in both modes and reports every field. Speed is the benchmark's to
+print, never asserted here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIELDS = {
+    "admitted",
+    "throughput",
+    "generation_seconds",
+    "total_seconds",
+    "drain_seconds",
+    "quota_reservation",
+    "admission",
+    "dispatch",
+    "watch_gaps",
+    "distribution",
+    "requests",
+    "requests_per_workload",
+    "writes_per_workload",
+    "processes",
+    "load_average_before",
+    "load_average_after",
+    "ceiling_workloads_per_second",
+    "upstream_gate",
+}
+
+
+@pytest.mark.timeout(600)
+def test_a_small_multikueue_benchmark_completes_and_reports_every_field(tmp_path: Path) -> None:
+    out = tmp_path / "mk.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "e2e.bench.multikueue",
+            "--jobs",
+            "20",
+            "--mode",
+            "capacity",
+            "--mode",
+            "allatonce",
+            "--ceiling-objects",
+            "100",
+            "--timeout",
+            "240",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=560,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "MultiKueue benchmark" in proc.stdout
+    report = json.loads(out.read_text())
+    assert report["passed"] is True
+    assert report["ceiling"]["creates_per_second"] > 0
+    assert [m["mode"] for m in report["modes"]] == ["capacity-aware", "all-at-once"]
+    for mode in report["modes"]:
+        assert set(mode) >= FIELDS, FIELDS - set(mode)
+        assert mode["admitted"] == 20 and mode["complete"] is True
+        assert mode["admission"]["count"] == 20
+        assert mode["quota_reservation"]["count"] == 20
+        assert sum(mode["distribution"].values()) == 20
+        assert set(mode["requests"]) == {"manager", "worker-1", "worker-2", "worker-3"}
+        assert mode["requests"]["manager"].get("POST jobs", 0) >= 20
+        assert "kfed manager" in mode["processes"]
+        assert any(name.startswith("kube-apiserver") for name in mode["processes"])
+    capacity, all_at_once = report["modes"]
+    # Capacity-aware sends each workload to one worker; AllAtOnce copies it to every one.
+    copies = sum(
+        capacity["requests"][w].get("POST workloads", 0)
+        for w in ("worker-1", "worker-2", "worker-3")
+    )
+    assert copies == 20
+    copies = sum(
+        all_at_once["requests"][w].get("POST workloads", 0)
+        for w in ("worker-1", "worker-2", "worker-3")
+    )
+    assert copies == 60
