@@ -67,6 +67,27 @@ async def wait_admitted(api: KubeApi, ns: str) -> dict[str, Any]:
     return wl
 
 
+async def admitted_in_the_core(
+    api: KubeApi,
+    ns: str,
+    unique: str,
+    cluster_objects: list[tuple[R.Resource, str]],
+    start_controller: StartController,
+) -> tuple[ClusterController, str]:
+    """One job admitted, on the cluster and in a running controller's core: the controller
+    and its workload's key."""
+    await admitted_workload(api, ns, unique, cluster_objects)
+    running = await start_controller()
+    key = ws.key_of(await wait_admitted(api, ns))
+    core_ = running.controller.state.core
+    await wait_for(
+        lambda: core_.workload_state(core.WorkloadKey(key)) is core.WorkloadState.ADMITTED,
+        timeout=10,
+        what="the core's own view: admitted",
+    )
+    return running.controller, key
+
+
 def make_core_view_stale(controller: ClusterController, key: str) -> dict[str, Any]:
     """The core forgets the workload's reservation and queues it again, as a missed or
     reordered event would leave it, while its object still holds quota; returns the
@@ -95,18 +116,9 @@ async def test_a_core_view_behind_the_object_is_resynced_not_admitted_again(
     cluster_objects: list[tuple[R.Resource, str]],
     start_controller: StartController,
 ) -> None:
-    await admitted_workload(api, ns, unique, cluster_objects)
-    running = await start_controller()
-    wl = await wait_admitted(api, ns)
-    key = ws.key_of(wl)
+    controller, key = await admitted_in_the_core(api, ns, unique, cluster_objects, start_controller)
     wkey = core.WorkloadKey(key)
-    controller = running.controller
     core_ = controller.state.core
-    await wait_for(
-        lambda: core_.workload_state(wkey) is core.WorkloadState.ADMITTED,
-        timeout=10,
-        what="the core's own view: admitted",
-    )
 
     obj = make_core_view_stale(controller, key)
     assert core_.workload_state(wkey) is core.WorkloadState.PENDING
@@ -209,18 +221,9 @@ async def test_a_stale_head_of_the_queue_never_spins_the_scheduling_loop(
     once, so its reconcile always found its admission "in flight" and never ran, the manager
     spun at 100 % CPU and admitted nothing more. Now a write that does not apply takes the
     workload out of the core until its reconcile puts it back as its object says."""
-    await admitted_workload(api, ns, unique, cluster_objects)
-    running = await start_controller()
-    wl = await wait_admitted(api, ns)
-    key = ws.key_of(wl)
+    controller, key = await admitted_in_the_core(api, ns, unique, cluster_objects, start_controller)
     wkey = core.WorkloadKey(key)
-    controller = running.controller
     core_ = controller.state.core
-    await wait_for(
-        lambda: core_.workload_state(wkey) is core.WorkloadState.ADMITTED,
-        timeout=10,
-        what="the core's own view: admitted",
-    )
     obj = make_core_view_stale(controller, key)
     # A younger job waits behind the stale head (the queue has room for it).
     await api.create(R.JOBS, b.job(ns, "k", "q", delay_ms=RUNNING_MS, model="h100"), ns)
