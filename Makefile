@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 BENCH_STAMP := $(VENV)/.kfed-bench-installed
 
-.PHONY: demo test lint unit integration binaries browser crds image kind bench-scheduler bench-apiserver bench-federation bench-jobsets bench-multikueue clean
+.PHONY: demo test lint unit integration binaries browser crds image kind bench-scheduler bench-scheduler-upstream bench-apiserver bench-federation bench-jobsets bench-multikueue clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ demo: $(STAMP) binaries
 ## bench-scheduler: upstream Kueue's scheduler baseline on kfed (BENCH_ARGS="--variant large" for 50k)
 bench-scheduler: $(STAMP) binaries
 	$(BIN)/python -m e2e.bench.scheduler $(BENCH_ARGS)
+
+## bench-scheduler-upstream: upstream Kueue's own harness (minimalkueue, built from sigs.k8s.io/kueue)
+## on the same kube-apiserver and etcd, ~8 min; BENCH_ARGS="--compare" runs kfed's first and prints ratios
+bench-scheduler-upstream: $(STAMP) binaries
+	@bash e2e/binaries/build-kueue-harness.sh >/dev/null
+	$(BIN)/python -m e2e.bench.scheduler.upstream $(BENCH_ARGS)
 
 ## bench-apiserver: the raw create / status-patch rate of one local kube-apiserver
 bench-apiserver: $(STAMP) binaries

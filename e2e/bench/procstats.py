@@ -33,3 +33,21 @@ def sample(pid: int) -> ProcessSample | None:
         return int(value) / 1024
 
     return ProcessSample(cpu_seconds=cpu, rss_mib=mib("VmRSS"), peak_rss_mib=mib("VmHWM"))
+
+
+def children(pid: int) -> dict[int, str]:
+    """The direct children of a process, pid -> command name (empty when it has none)."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                head, _, rest = f.read().rpartition(") ")
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = rest.split()
+        # After "pid (comm) ": state is index 0, ppid 1.
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found[int(entry)] = head.partition(" (")[2]
+    return found

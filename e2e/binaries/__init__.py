@@ -15,6 +15,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = _HERE / "build.sh"
 OPERATORS_BUILD_SCRIPT = _HERE / "build-operators.sh"
+KUEUE_HARNESS_BUILD_SCRIPT = _HERE / "build-kueue-harness.sh"
 VERSIONS_FILE = _HERE / "versions.env"
 
 
@@ -102,6 +103,18 @@ def operator_dir(name: str) -> Path:
 def operator_path(name: str) -> Path:
     """Path of a built operator's binary; raises BinariesMissing when it is not built."""
     return operator_dir(name) / OPERATOR_BINARIES[name][1]
+
+
+def kueue_harness_dir() -> Path:
+    """Directory of upstream Kueue's scheduler-performance harness (minimalkueue, the runner,
+    src/ the module copy it runs in); raises BinariesMissing when it has not been built yet."""
+    directory = cache_dir() / "bin" / f"kueue-harness-v{_pins()['KUEUE_HARNESS_VERSION']}"
+    if not (directory / ".done").exists():
+        raise BinariesMissing(
+            f"upstream Kueue's harness is not built in {directory}: run "
+            f"`bash {KUEUE_HARNESS_BUILD_SCRIPT}` (or `make bench-scheduler-upstream`) first"
+        )
+    return directory
 
 
 def ensure_built() -> None:

@@ -31,6 +31,7 @@ class ManagedProcess:
     log_path: Path
     tie_to_parent: bool = False
     env: dict[str, str] | None = None
+    cwd: Path | None = None
     _popen: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     pid: int | None = field(default=None, init=False)
 
@@ -45,6 +46,7 @@ class ManagedProcess:
                 start_new_session=True,
                 preexec_fn=_die_with_parent if self.tie_to_parent else None,
                 env={**os.environ, **(self.env or {})},
+                cwd=self.cwd,
             )
         self.pid = self._popen.pid
 

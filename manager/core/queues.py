@@ -12,6 +12,10 @@ costs O(log n) regardless of how many workloads wait.
   O(log n) each, paid for by the evaluation that parked them.
 - StrictFIFO: a head that can't be admitted *blocks* its ClusterQueue until such an
   event, or until a workload that sorts before it arrives.
+- A head that issued preemptions *holds* its ClusterQueue (either strategy) while its
+  victims go, as Kueue's "sticky" head: nothing behind it is evaluated, and the scheduler
+  evaluates it again in every cycle its cohort tree takes part in, so that quota freed
+  for it is not handed to another queue's borrowing workload meanwhile.
 - Evicted workloads carry a ``requeue_at`` time (the controller's backoff) and wait in
   a time-ordered heap until the caller's clock reaches it.
 
@@ -93,7 +97,16 @@ class PendingWorkload:
 class ClusterQueueQueue:
     """The pending workloads of one ClusterQueue."""
 
-    __slots__ = ("blocked_head", "heap", "members", "name", "parked", "stopped_reason", "strict")
+    __slots__ = (
+        "blocked_head",
+        "heap",
+        "members",
+        "name",
+        "parked",
+        "preempting_head",
+        "stopped_reason",
+        "strict",
+    )
 
     def __init__(self, name: ClusterQueueName, strategy: QueueingStrategy) -> None:
         self.name = name
@@ -102,6 +115,9 @@ class ClusterQueueQueue:
         self.heap: list[_HeapItem] = []
         self.parked: dict[WorkloadKey, PendingWorkload] = {}
         self.blocked_head: WorkloadKey | None = None
+        self.preempting_head: WorkloadKey | None = None
+        """The blocked head is waiting for its victims (it may hold any queue, not only a
+        StrictFIFO one): the scheduler keeps evaluating it alongside other heads."""
         self.stopped_reason: PendingReason | None = None
         """Why nothing here can be admitted now (inactive or stopped), or None."""
 
@@ -118,11 +134,21 @@ class ClusterQueueQueue:
             if self.blocked_head == entry.key:
                 return None
             self.blocked_head = None
+            self.preempting_head = None
             return entry
         return None
 
+    def held_by_preemptor(self) -> PendingWorkload | None:
+        """The head waiting for its victims, if it is still this queue's to evaluate."""
+        key = self.preempting_head
+        if key is None or key != self.blocked_head or self.stopped_reason is not None:
+            return None
+        entry = self.members.get(key)
+        return entry if entry is not None and entry.location is Location.ACTIVE else None
+
     def unpark_all(self) -> None:
         self.blocked_head = None
+        self.preempting_head = None
         parked = self.parked
         if not parked:
             return
@@ -149,6 +175,8 @@ class QueueManager:
         self.by_local_queue: dict[LocalQueueKey, dict[WorkloadKey, PendingWorkload]] = {}
         self.ready: set[ClusterQueueName] = set()
         """ClusterQueues that may have an evaluable head (pruned lazily by heads())."""
+        self.holding: set[ClusterQueueName] = set()
+        """ClusterQueues that may be held by a preempting head (pruned lazily)."""
         self.changed_reasons: dict[WorkloadKey, PendingWorkload] = {}
         self._backoff: list[tuple[float, str, int]] = []
         self._seq = 0
@@ -226,6 +254,7 @@ class QueueManager:
         else:
             queue.strict = strategy is QueueingStrategy.STRICT_FIFO
             queue.blocked_head = None
+            queue.preempting_head = None
 
     def delete_cluster_queue(self, name: ClusterQueueName) -> None:
         queue = self.queues.get(name)
@@ -335,12 +364,41 @@ class QueueManager:
         entry.location = Location.PARKED
         entry.seq = self._next_seq()
         queue.parked[entry.key] = entry
+        if queue.blocked_head == entry.key:
+            queue.blocked_head = None
+            queue.preempting_head = None
 
     def block(self, entry: PendingWorkload, reason: PendingReason) -> None:
         """Keep an inadmissible head in place and stop its StrictFIFO queue until woken."""
         self.set_reason(entry, reason)
         if entry.cluster_queue is not None:
-            self.queues[entry.cluster_queue].blocked_head = entry.key
+            queue = self.queues[entry.cluster_queue]
+            queue.blocked_head = entry.key
+            queue.preempting_head = None
+
+    def hold_for_preemption(self, entry: PendingWorkload, reason: PendingReason) -> None:
+        """A head whose victims are going: it holds its queue (nothing behind it is
+        evaluated) and stays in every cycle of its cohort tree (``preempting_heads``)."""
+        self.set_reason(entry, reason)
+        if entry.cluster_queue is not None:
+            queue = self.queues[entry.cluster_queue]
+            queue.blocked_head = entry.key
+            queue.preempting_head = entry.key
+            self.holding.add(queue.name)
+
+    def preempting_heads(self) -> list[PendingWorkload]:
+        """Heads waiting for their victims, in ClusterQueue name order. Not in ``ready``:
+        they alone never start a cycle (nothing can change for them until a release, which
+        wakes their queue)."""
+        found: list[PendingWorkload] = []
+        for name in sorted(self.holding):
+            queue = self.queues.get(name)
+            entry = queue.held_by_preemptor() if queue is not None else None
+            if entry is None:
+                self.holding.discard(name)
+            else:
+                found.append(entry)
+        return found
 
     def set_aside(self, entry: PendingWorkload, reason: PendingReason) -> None:
         """Park or block, as the ClusterQueue's queueing strategy says."""

@@ -1,14 +1,19 @@
 """One scheduling cycle, in Kueue's six numbered steps.
 
-1. heads     - take the head of every schedulable ClusterQueue (one each);
+1. heads     - take the head of every schedulable ClusterQueue (one each), and every
+               head waiting for its victims in the same cohort trees (Kueue's sticky
+               heads: evaluated again until admitted, so their claim holds);
 2. snapshot  - fix the state every nomination is judged against;
 3. nominate  - check the namespace, assign flavors and, if needed, find victims;
 4. order     - non-borrowing before borrowing, then priority, then age (or, with fair
                sharing, the lowest resulting share first);
-5. admit     - admit what still fits (assumed in the cache at once) and issue
-               preemptions, re-checking quota after every admission of the cycle;
+5. admit     - in that order, each entry must still fit once the victims chosen so far
+               in the cycle (and its own) are gone and the usage of earlier entries is
+               counted, preemptors' included; then admit it (assumed in the cache at once)
+               or issue its preemptions;
 6. requeue   - put back what wasn't admitted: parked or blocking until something
-               changes, or retried next cycle if it only lost a race in this one.
+               changes, holding its queue while its victims go, or retried next cycle if
+               it only lost a race in this one.
 
 The core is single-threaded, so the live cache *is* the snapshot of step 2: nothing
 else mutates it during a cycle, and preemption what-ifs restore it exactly. Step 5
@@ -22,12 +27,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from manager.core import fairsharing, quota, reasons
-from manager.core.cache import Cache, ClusterQueueState
+from manager.core.cache import AdmittedWorkload, Cache, ClusterQueueState
 from manager.core.decisions import Admit, Preempt, Victim
 from manager.core.flavorassigner import Assignment, FlavorAssigner, Mode
 from manager.core.model import (
     BorrowWithinCohortPolicy,
     FairSharingConfig,
+    FlavorResource,
     Namespace,
     PreemptionPolicy,
     WorkloadKey,
@@ -56,6 +62,54 @@ class Entry:
     share: float = 0.0
 
 
+class _CycleClaims:
+    """What the entries admitted so far in a cycle have claimed (Kueue's ``fits`` in
+    ``schedule``): the victims chosen so far, whose quota counts as free for the rest of
+    the cycle, and the usage of the preemptors that chose them, added to the quota tree
+    until the cycle ends so that no later entry takes what they wait for. Admissions are
+    in the cache already."""
+
+    __slots__ = ("added", "victims")
+
+    def __init__(self) -> None:
+        self.victims: dict[WorkloadKey, AdmittedWorkload] = {}
+        self.added: list[tuple[ClusterQueueState, dict[FlavorResource, int]]] = []
+
+    def overlaps(self, targets: list[Target]) -> bool:
+        return any(t.workload.key in self.victims for t in targets)
+
+    def fits(
+        self,
+        cache: Cache,
+        cq: ClusterQueueState,
+        usage: Mapping[FlavorResource, int],
+        targets: list[Target],
+    ) -> bool:
+        removed = [*self.victims.values(), *(t.workload for t in targets)]
+        for workload in removed:
+            cache.simulate_removal(workload)
+        try:
+            return all(value <= quota.available(cq, fr) for fr, value in usage.items())
+        finally:
+            for workload in reversed(removed):
+                cache.simulate_restore(workload)
+
+    def claim(
+        self, cq: ClusterQueueState, usage: Mapping[FlavorResource, int], targets: list[Target]
+    ) -> None:
+        for target in targets:
+            self.victims[target.workload.key] = target.workload
+        for fr, value in usage.items():
+            quota.add_usage(cq, fr, value)
+        self.added.append((cq, dict(usage)))
+
+    def release_preemptors(self) -> None:
+        for cq, usage in reversed(self.added):
+            for fr, value in usage.items():
+                quota.remove_usage(cq, fr, value)
+        self.added = []
+
+
 @dataclass(slots=True)
 class CycleDecisions:
     admitted: list[Admit] = field(default_factory=list)
@@ -79,11 +133,12 @@ class Scheduler:
     def cycle(self, now: float) -> CycleDecisions:
         decisions = CycleDecisions()
 
-        # 1. heads: one per schedulable ClusterQueue.
+        # 1. heads: one per schedulable ClusterQueue, and the preemptors they compete with.
         heads = self.queues.heads(now)
-        decisions.evaluated = len(heads)
         if not heads:
             return decisions
+        heads += self._preemptors_alongside(heads)
+        decisions.evaluated = len(heads)
 
         # 2. snapshot: the cache, untouched until step 5 (see the module docstring).
 
@@ -94,15 +149,31 @@ class Scheduler:
         entries.sort(key=self._order_key)
 
         # 5. admit, re-checking quota as earlier entries take it.
-        claimed: set[WorkloadKey] = set()
-        reclaiming_trees: set[int] = set()
-        for entry in entries:
-            self._admit(entry, now, claimed, reclaiming_trees, decisions)
+        cycle = _CycleClaims()
+        try:
+            for entry in entries:
+                self._admit(entry, now, cycle, decisions)
+        finally:
+            cycle.release_preemptors()
 
         # 6. requeue what wasn't admitted.
         for entry in entries:
             self._requeue(entry)
         return decisions
+
+    def _preemptors_alongside(self, heads: list[PendingWorkload]) -> list[PendingWorkload]:
+        """Heads waiting for their victims in the cohort trees of this cycle's heads: the
+        quota being freed for them must not go to another queue's head meanwhile (Kueue
+        requeues such a head at once and evaluates it every cycle). Alone, they start no
+        cycle: only a release, which wakes their queue, can change their answer."""
+        held = self.queues.preempting_heads()
+        if not held:
+            return []
+        cqs = self.cache.cluster_queues
+        trees = {id(cqs[h.cluster_queue].root()) for h in heads if h.cluster_queue in cqs}
+        return [
+            p for p in held if p.cluster_queue in cqs and id(cqs[p.cluster_queue].root()) in trees
+        ]
 
     # -- 3. nominate -----------------------------------------------------------------
 
@@ -164,31 +235,29 @@ class Scheduler:
     # -- 5. admit --------------------------------------------------------------------
 
     def _admit(
-        self,
-        entry: Entry,
-        now: float,
-        claimed: set[WorkloadKey],
-        reclaiming_trees: set[int],
-        decisions: CycleDecisions,
+        self, entry: Entry, now: float, cycle: _CycleClaims, decisions: CycleDecisions
     ) -> None:
         assignment = entry.assignment
         if assignment is None or assignment.mode is Mode.NO_FIT:
             return
         cq = entry.cq
-        tree = id(cq.root())
+        usage = assignment.usage
         if assignment.mode is Mode.PREEMPT:
             if not entry.targets:
                 return
-            keys = {t.workload.key for t in entry.targets}
-            if not keys.isdisjoint(claimed):
+            if cycle.overlaps(entry.targets):
                 entry.outcome = Outcome.RETRY
                 entry.reason = reasons.retry(
                     "its preemption targets overlap with another workload's in this cycle"
                 )
                 return
-            claimed |= keys
-            if cq.parent is not None:
-                reclaiming_trees.add(tree)
+            if not cycle.fits(self.cache, cq, usage, entry.targets):
+                entry.outcome = Outcome.RETRY
+                entry.reason = reasons.retry(
+                    "no longer fits after processing another workload in this cycle"
+                )
+                return
+            cycle.claim(cq, usage, entry.targets)
             entry.outcome = Outcome.PREEMPTING
             fresh = [t for t in entry.targets if not t.workload.evicting]
             if fresh:
@@ -214,14 +283,7 @@ class Scheduler:
                     )
                 )
             return
-        if assignment.borrowing and tree in reclaiming_trees:
-            entry.outcome = Outcome.RETRY
-            entry.reason = reasons.retry(
-                "skipped: its cohort's quota is being reclaimed by a preemption in this cycle"
-            )
-            return
-        usage = assignment.usage
-        if any(value > quota.available(cq, fr) for fr, value in usage.items()):
+        if not cycle.fits(self.cache, cq, usage, []):
             entry.outcome = Outcome.RETRY
             entry.reason = reasons.retry(
                 "no longer fits after another workload was admitted in this cycle"
@@ -252,7 +314,7 @@ class Scheduler:
             case Outcome.RETRY:
                 self.queues.set_reason(entry.pending, reason)
             case Outcome.PREEMPTING:
-                self.queues.block(entry.pending, reason)
+                self.queues.hold_for_preemption(entry.pending, reason)
             case Outcome.PARKED:
                 self.queues.park(entry.pending, reason)
             case Outcome.SET_ASIDE:

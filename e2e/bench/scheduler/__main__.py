@@ -27,6 +27,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from e2e.bench import procstats
 from e2e.bench.cluster import lite_cluster, request_counts
+from e2e.bench.multikueue import profile
 from e2e.bench.scheduler import controller_process, report
 from e2e.bench.scheduler import generator as g
 from e2e.bench.scheduler.runner import Runner
@@ -36,6 +37,7 @@ from e2e.waiting import wait_for_sync
 from manager.kube.api import KubeApi
 
 RUNNER_CONNECTIONS = 512
+PROFILE_FILE = "kfed-controllers.txt"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -66,6 +68,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--csv", type=Path, help="write one line per workload (times are seconds from the start)"
+    )
+    p.add_argument(
+        "--profile",
+        type=Path,
+        help="sample kfed's process with py-spy (a benchmark extra) into this directory and "
+        "print where its time went",
     )
     return p.parse_args(argv)
 
@@ -125,6 +133,16 @@ async def run_scenario(
         return runner, time.monotonic()
 
 
+def start_profile(kfed: ManagedProcess, directory: Path | None) -> profile.Sampler | None:
+    if directory is None or kfed.pid is None:
+        return None
+    try:
+        return profile.Sampler(kfed.pid, directory / PROFILE_FILE)
+    except FileNotFoundError as e:
+        print(f"not profiled: {e}", flush=True)
+        return None
+
+
 def process_figures(
     cluster: LocalCluster, kfed: ManagedProcess
 ) -> dict[str, report.ProcessFigures]:
@@ -177,9 +195,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             wait_synced(kfed)
             print(f"kfed's controllers synced in {time.monotonic() - started:.1f}s", flush=True)
-            runner, done_at = asyncio.run(
-                run_scenario(cluster, s, timeout=timeout, absolute_pace=args.absolute_pace)
-            )
+            sampler = start_profile(kfed, args.profile)
+            try:
+                runner, done_at = asyncio.run(
+                    run_scenario(cluster, s, timeout=timeout, absolute_pace=args.absolute_pace)
+                )
+            finally:
+                if sampler is not None:
+                    sampler.stop()
             processes = process_figures(cluster, kfed)
             requests = {
                 kind: request_counts(cluster, kind)
@@ -227,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
             f"API server requests, {kind}: "
             + ", ".join(f"{verb} {n}" for verb, n in sorted(counts.items()))
         )
+    if args.profile is not None and (args.profile / PROFILE_FILE).exists():
+        where = profile.Profile.parse((args.profile / PROFILE_FILE).read_text())
+        print(f"where kfed's controllers spent their time ({args.profile / PROFILE_FILE}):")
+        print(where.render(25))
     text = report.dumps(data)
     print(text)
     if args.json is not None:

@@ -80,9 +80,9 @@ class UsageFigures:
     mean_percent: float
     """The same ratio per ClusterQueue, averaged."""
     min_percent: float
-    held_percent: float
+    held_percent: float | None
     """Cross-check from workload events: cpu x (finish - admission) seen by the runner, over
-    the same quota and span."""
+    the same quota and span (None where the events are not at hand: upstream's harness)."""
     monitored_seconds: float
 
 
@@ -253,13 +253,14 @@ def _rounded(value: Any) -> Any:
 
 def render(s: Scenario, f: Figures) -> str:
     all_checks = checks(s, f)
+    held = "n/a" if f.usage.held_percent is None else f"{f.usage.held_percent:.1f}%"
     lines = [
         f"scheduler benchmark, {s.name}: {s.cluster_queue_count} ClusterQueues in "
         f"{s.cohorts} cohorts, {s.workload_count} workloads",
         f"wall {f.wall_seconds:.1f}s (generation {f.generation_seconds:.1f}s, "
         f"planned {s.generation_seconds:.1f}s; lower bound {s.min_drain_seconds:.1f}s)",
         f"usage: class {f.usage.class_percent:.1f}%  mean {f.usage.mean_percent:.1f}%  "
-        f"min {f.usage.min_percent:.1f}%  (held by workload events {f.usage.held_percent:.1f}%, "
+        f"min {f.usage.min_percent:.1f}%  (held by workload events {held}, "
         f"over {f.usage.monitored_seconds:.1f}s)",
         "",
         f"{'class':<8} {'count':>6} {'admitted':>8} {'finished':>8} {'evictions':>9} "

@@ -1,0 +1,420 @@
+"""Upstream Kueue's own scheduler-performance harness, run on this machine, read into the same
+figures as kfed's scheduler benchmark.
+
+    .venv/bin/python -m e2e.bench.scheduler.upstream [--compare] [--json FILE]
+
+The harness is upstream's ``test/performance/scheduler`` (its ``minimalkueue``: the core
+controllers and the scheduler; its runner: generator, "execution", recorder), built from the
+``sigs.k8s.io/kueue`` module by ``e2e/binaries/build-kueue-harness.sh``. The runner starts an
+envtest control plane from the same Go-built kube-apiserver and etcd as kfed's test bed
+(``KUBEBUILDER_ASSETS``), starts minimalkueue against it, plays upstream's baseline generator
+and writes ``summary.yaml``, ``minimalkueue.stats.yaml`` and per-workload and per-queue CSVs.
+This module reads those into ``report.Figures`` (upstream's own definitions: its usage, its
+average time to admission, minimalkueue's wall time from its start to the end of the run) and
+samples the CPU time and peak memory of the kube-apiserver and etcd the runner started.
+
+Run without minimalkueue's logs and without metrics scraping (upstream's Makefile turns both
+on by default): they cost upstream CPU that kfed's run does not pay either.
+
+``--compare`` runs kfed's benchmark (``python -m e2e.bench.scheduler``) and then upstream's,
+back to back in fresh processes, waiting for the machine to settle before each, and prints
+both tables and the ratios (``compare``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import binaries
+from e2e.bench import entry, procstats
+from e2e.bench.scheduler import compare, report
+from e2e.bench.scheduler import generator as g
+from e2e.local.process import ManagedProcess
+
+RUNNER = "performance-scheduler-runner"
+MINIMALKUEUE = "minimalkueue"
+SCENARIO_CONFIG = Path("test/performance/scheduler/configs/baseline")
+CRDS = Path("config/components/crd/bases")
+# The process names the report uses, by the runner's children's command names (the kernel
+# keeps 15 characters of a command name).
+PROCESS_NAMES = {
+    MINIMALKUEUE: "minimalkueue",
+    "kube-apiserver": "kube-apiserver",
+    "etcd": "etcd",
+}
+
+
+# -- reading the harness's output (pure) ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamWorkload:
+    """One line of the runner's ``wlStates.csv``."""
+
+    class_name: str
+    ms_to_admitted: int
+    ms_to_finish: int
+    evictions: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamQueue:
+    """One line of the runner's ``cqStates.csv``."""
+
+    name: str
+    quota_milli: int
+    used_milli_ms: int
+    monitored_ms: int
+
+    @property
+    def usage_percent(self) -> float:
+        denominator = self.quota_milli * self.monitored_ms
+        return 100 * self.used_milli_ms / denominator if denominator else 0.0
+
+
+def read_workloads(text: str) -> list[UpstreamWorkload]:
+    rows = csv.DictReader(text.splitlines())
+    return [
+        UpstreamWorkload(
+            class_name=row["class name"],
+            ms_to_admitted=int(row["ms to admitted"]),
+            ms_to_finish=int(row["ms to finish"]),
+            evictions=int(row["num evictions"]),
+        )
+        for row in rows
+    ]
+
+
+def read_queues(text: str) -> list[UpstreamQueue]:
+    rows = csv.DictReader(text.splitlines())
+    return [
+        UpstreamQueue(
+            name=row["name"],
+            quota_milli=int(row["CPU quota (mCPU)"]),
+            used_milli_ms=int(row["CPU used (mCPU * ms)"]),
+            monitored_ms=int(row["monitor time (ms)"]),
+        )
+        for row in rows
+    ]
+
+
+def class_usage_percent(summary: dict[str, Any], class_name: str = "cq") -> float:
+    """Upstream's checker, verbatim in arithmetic: cpuUsed x 100 / (nominalQuota x elapsed)."""
+    group = summary["clusterQueueClasses"][class_name]
+    elapsed_ms = _timestamp(group["lastEventTime"]) - _timestamp(group["firstEventTime"])
+    elapsed_ms *= 1000
+    denominator = group["nominalQuota"] * elapsed_ms
+    return 100 * group["cpuUsed"] / denominator if denominator else 0.0
+
+
+def _timestamp(value: Any) -> float:
+    """Seconds since the epoch of an RFC 3339 time as the runner's YAML writes it."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    text = str(value)
+    # Go writes nanoseconds; Python parses at most microseconds.
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text).replace("Z", "+00:00")
+    return datetime.fromisoformat(text).timestamp()
+
+
+def class_figures(
+    name: str, workloads: list[UpstreamWorkload], summary: dict[str, Any]
+) -> report.ClassFigures:
+    mine = [w for w in workloads if w.class_name == name]
+    admitted = [w.ms_to_admitted / 1000 for w in mine if w.ms_to_admitted > 0]
+    summary_class = summary.get("workloadClasses", {}).get(name, {})
+    # Upstream's average divides by every workload of the class (its summary's figure).
+    average_ms = summary_class.get("averageTimeToAdmissionMs")
+    average = average_ms / 1000 if average_ms is not None else statistics.fmean(admitted or [0])
+    return report.ClassFigures(
+        name=name,
+        count=len(mine),
+        admitted=len(admitted),
+        finished=sum(1 for w in mine if w.ms_to_finish > 0),
+        evictions=sum(w.evictions for w in mine),
+        avg_time_to_admission=average,
+        p50_time_to_admission=report.percentile(admitted, 0.5),
+        p95_time_to_admission=report.percentile(admitted, 0.95),
+        max_time_to_admission=max(admitted, default=0.0),
+    )
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|µs|us|ns|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
+
+
+def go_duration_seconds(text: str) -> float:
+    """Seconds in a Go duration string (``1m2.5s``, ``850ms``)."""
+    return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
+def generation_seconds(runner_log: str) -> float:
+    """How long upstream's generator took, from the runner's "Generator done" line."""
+    match = re.search(r'Generator done.*?"duration": "([^"]+)"', runner_log)
+    return go_duration_seconds(match.group(1)) if match else 0.0
+
+
+def figures_from(
+    s: g.Scenario,
+    *,
+    summary: dict[str, Any],
+    cmd_stats: dict[str, Any],
+    workloads: list[UpstreamWorkload],
+    queues: list[UpstreamQueue],
+    runner_log: str,
+) -> report.Figures:
+    per_queue = [q.usage_percent for q in queues]
+    class_group = summary["clusterQueueClasses"]["cq"]
+    monitored = _timestamp(class_group["lastEventTime"]) - _timestamp(class_group["firstEventTime"])
+    return report.Figures(
+        scenario=s.name,
+        cluster_queues=len(queues),
+        workloads=len(workloads),
+        wall_seconds=cmd_stats["wallMs"] / 1000,
+        generation_seconds=generation_seconds(runner_log),
+        usage=report.UsageFigures(
+            class_percent=class_usage_percent(summary),
+            mean_percent=statistics.fmean(per_queue) if per_queue else 0.0,
+            min_percent=min(per_queue, default=0.0),
+            held_percent=None,
+            monitored_seconds=monitored,
+        ),
+        classes=[class_figures(c.name, workloads, summary) for c in s.classes],
+    )
+
+
+def with_upstream_gates(s: g.Scenario, rangespec: dict[str, Any]) -> g.Scenario:
+    """The scenario judged by the harness's own rangespec.yaml (the pinned version's gates,
+    which may differ from those kfed's benchmark quotes)."""
+    t = s.thresholds
+    waits = rangespec.get("wlClassesMaxAvgTimeToAdmissionMs", {})
+    return replace(
+        s,
+        thresholds=g.Thresholds(
+            max_wall_seconds=rangespec.get("cmd", {}).get("maxWallMs", 1000 * t.max_wall_seconds)
+            / 1000,
+            min_usage_percent=float(
+                rangespec.get("clusterQueueClassesMinUsage", {}).get("cq", t.min_usage_percent)
+            ),
+            max_avg_time_to_admission_seconds={
+                name: waits.get(name, 1000 * limit) / 1000
+                for name, limit in t.max_avg_time_to_admission_seconds.items()
+            },
+        ),
+    )
+
+
+def minimalkueue_process(cmd_stats: dict[str, Any]) -> report.ProcessFigures:
+    """minimalkueue's own figures, as its runner measured them (rusage; maxrss in KiB)."""
+    cpu = (cmd_stats["userMs"] + cmd_stats["sysMs"]) / 1000
+    return report.ProcessFigures(cpu, max(0, cmd_stats.get("maxrss", 0)) / 1024)
+
+
+# -- running it -----------------------------------------------------------------------------
+
+
+class ProcessWatch:
+    """Samples the runner and the processes it started (kube-apiserver, etcd, minimalkueue)
+    every half second from /proc, keeping for each one the most CPU time and the highest peak
+    memory seen: a process that is exiting (a zombie) no longer shows its memory."""
+
+    def __init__(self, runner_pid: int) -> None:
+        self.runner_pid = runner_pid
+        self.last: dict[str, procstats.ProcessSample] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="process-watch", daemon=True)
+
+    def __enter__(self) -> ProcessWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.5):
+            self.sample()
+
+    def sample(self) -> None:
+        targets = {"runner": self.runner_pid}
+        for pid, command in procstats.children(self.runner_pid).items():
+            name = PROCESS_NAMES.get(command)
+            if name is not None:
+                targets[name] = pid
+        for name, pid in targets.items():
+            got = procstats.sample(pid)
+            if got is None:
+                continue
+            seen = self.last.get(name)
+            if seen is not None:
+                got = procstats.ProcessSample(
+                    cpu_seconds=max(got.cpu_seconds, seen.cpu_seconds),
+                    rss_mib=got.rss_mib,
+                    peak_rss_mib=max(got.peak_rss_mib, seen.peak_rss_mib),
+                )
+            self.last[name] = got
+
+
+def assets_dir(root: Path) -> Path:
+    """A KUBEBUILDER_ASSETS directory: the test bed's kube-apiserver, etcd and kubectl."""
+    assets = root / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    for name in ("kube-apiserver", "etcd", "kubectl"):
+        link = assets / name
+        if not link.exists():
+            link.symlink_to(binaries.path_of(name))
+    return assets
+
+
+def run_harness(
+    harness: Path, work: Path, *, timeout: float
+) -> tuple[report.Figures, dict[str, Any]]:
+    """Runs upstream's runner with minimalkueue once; returns its figures and the extras for
+    the JSON report. Raises RuntimeError when the runner fails (its log's tail says why)."""
+    s = g.scenario("baseline")
+    out = work / "artifacts"
+    out.mkdir(parents=True, exist_ok=True)
+    src = harness / "src"
+    argv = [
+        str(harness / RUNNER),
+        f"--o={out}",
+        f"--crds={src / CRDS}",
+        f"--generatorConfig={src / SCENARIO_CONFIG / 'generator.yaml'}",
+        f"--minimalKueue={harness / MINIMALKUEUE}",
+        f"--timeout={int(timeout)}s",
+    ]
+    runner = ManagedProcess(
+        role="upstream-runner",
+        argv=argv,
+        log_path=work / "runner.log",
+        tie_to_parent=True,
+        env={"KUBEBUILDER_ASSETS": str(assets_dir(work))},
+        cwd=src,
+    )
+    load_before = os.getloadavg()
+    print(f"upstream's runner: {' '.join(argv)}", flush=True)
+    runner.start()
+    assert runner.pid is not None
+    try:
+        with ProcessWatch(runner.pid) as watch:
+            deadline = time.monotonic() + timeout + 120
+            while runner.alive and time.monotonic() < deadline:
+                time.sleep(1)
+        if runner.alive:
+            raise RuntimeError(f"upstream's runner still running after {timeout + 120:.0f}s")
+        if runner.exit_code() != 0:
+            raise RuntimeError(
+                f"upstream's runner exited {runner.exit_code()}:\n{runner.log_tail(40)}"
+            )
+    finally:
+        runner.stop()
+    cmd_stats = yaml.safe_load((out / f"{MINIMALKUEUE}.stats.yaml").read_text())
+    summary = yaml.safe_load((out / "summary.yaml").read_text())
+    figures = figures_from(
+        s,
+        summary=summary,
+        cmd_stats=cmd_stats,
+        workloads=read_workloads((out / "wlStates.csv").read_text()),
+        queues=read_queues((out / "cqStates.csv").read_text()),
+        runner_log=runner.log_path.read_text(errors="replace"),
+    )
+    figures.processes = {"minimalkueue": minimalkueue_process(cmd_stats)}
+    for name in ("kube-apiserver", "etcd", "runner"):
+        got = watch.last.get(name)
+        if got is not None:
+            figures.processes[name] = report.ProcessFigures(got.cpu_seconds, got.peak_rss_mib)
+    figures.load_average_before = load_before
+    figures.load_average_after = os.getloadavg()
+    gates = yaml.safe_load((src / SCENARIO_CONFIG / "rangespec.yaml").read_text())
+    extra = {
+        "implementation": f"upstream minimalkueue {harness.name.removeprefix('kueue-harness-')}",
+        "upstream_summary": summary,
+        "upstream_rangespec": gates,
+        "dropped_workload_events": summary.get("droppedWorkloadEvents", 0),
+        "machine": {"cpus": os.cpu_count()},
+    }
+    return figures, extra
+
+
+def measure_upstream(*, timeout: float, keep: Path | None) -> dict[str, Any]:
+    """One run of upstream's harness; prints its table and returns its JSON report."""
+    harness = binaries.kueue_harness_dir()
+    s = g.scenario("baseline")
+    work = Path(tempfile.mkdtemp(prefix="kfed-upstream-harness-"))
+    try:
+        figures, extra = run_harness(harness, work, timeout=timeout)
+        if keep is not None:
+            shutil.copytree(work / "artifacts", keep, dirs_exist_ok=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    s = with_upstream_gates(s, extra["upstream_rangespec"])
+    data = report.to_json(s, figures, extra)
+    print(report.render(s, figures).replace("scheduler benchmark", "upstream's harness", 1))
+    return data
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m e2e.bench.scheduler.upstream",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="run kfed's benchmark, then upstream's, back to back, and print the ratios",
+    )
+    p.add_argument("--json", type=Path, help="also write the JSON report to this file")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=900.0,
+        help="the runner's recording timeout in seconds (upstream's default is 600)",
+    )
+    p.add_argument(
+        "--keep", type=Path, help="copy the harness's artifacts (summary, CSVs) to this folder"
+    )
+    p.add_argument(
+        "--settle-load",
+        type=float,
+        default=1.0,
+        help="before each run, wait (up to 3 minutes) for the 1-minute load average to fall "
+        "below this",
+    )
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.compare:
+        compare.settle(args.settle_load)
+        data = measure_upstream(timeout=args.timeout, keep=args.keep)
+        entry.publish("", report.dumps(data), args.json)
+        return 0
+    kfed = compare.run_kfed(args.settle_load)
+    compare.settle(args.settle_load)
+    upstream = measure_upstream(timeout=args.timeout, keep=args.keep)
+    result = compare.comparison(kfed, upstream)
+    entry.publish(compare.render(result), report.dumps(result), args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.argv[0] = "python -m e2e.bench.scheduler.upstream"
+    entry.run(main)
