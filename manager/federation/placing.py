@@ -73,20 +73,14 @@ class Placer:
         return None
 
     def worker_view(self, remote: RemoteCluster, order: int) -> capacity.WorkerView:
-        in_flight: dict[tuple[str, str, str], int] = {}
-        waiting = 0
-        for _, placement in self.records.placements():
-            if placement.cluster == remote.name:
-                waiting += 1
-                for k, v in placement.usage.items():
-                    in_flight[k] = in_flight.get(k, 0) + v
+        in_flight = self.records.in_flight(remote.name)
         return capacity.WorkerView(
             name=remote.name,
             local_queues=remote.informers["localqueues"].cache,
             cluster_queues=remote.informers["clusterqueues"].cache,
             flavors=remote.informers["resourceflavors"].cache,
-            in_flight=in_flight,
-            waiting=waiting,
+            in_flight=in_flight.usage,
+            waiting=in_flight.waiting,
             order=order,
         )
 

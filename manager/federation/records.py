@@ -33,10 +33,50 @@ class Placement:
 
 
 @dataclass
+class InFlight:
+    """What has been sent to one worker and not admitted there yet: the copies waiting and
+    their usage, (worker ClusterQueue, worker flavor, resource) -> amount."""
+
+    waiting: int = 0
+    usage: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def add(self, placement: Placement, sign: int) -> None:
+        self.waiting += sign
+        for k, v in placement.usage.items():
+            left = self.usage.get(k, 0) + sign * v
+            if left:
+                self.usage[k] = left
+            else:
+                self.usage.pop(k, None)
+
+
+class PlacementIndex:
+    """The records that hold a placement, and what is in flight to each worker: read at
+    every placement for every worker, so kept up to date as placements change instead of
+    summed over the records each time (that sum grew with the backlog times the workers)."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, WorkloadRecord] = {}
+        self.by_worker: dict[str, InFlight] = {}
+
+    def change(self, record: WorkloadRecord, old: Placement | None, new: Placement | None) -> None:
+        if old is not None:
+            totals = self.by_worker[old.cluster]
+            totals.add(old, -1)
+            if not totals.waiting:
+                del self.by_worker[old.cluster]
+        if new is None:
+            self.records.pop(record.key, None)
+            return
+        self.records[record.key] = record
+        self.by_worker.setdefault(new.cluster, InFlight()).add(new, 1)
+
+
+@dataclass
 class WorkloadRecord:
     key: str = ""
-    placed: dict[str, WorkloadRecord] | None = field(default=None, repr=False, compare=False)
-    """Its owner's index of the records that hold a placement (kept by ``placement``)."""
+    index: PlacementIndex | None = field(default=None, repr=False, compare=False)
+    """Its owner's index of the placements (kept by ``placement``)."""
     _placement: Placement | None = field(default=None, repr=False)
     tried: set[str] = field(default_factory=set)
     """Workers whose copy was withdrawn (not admitted in time) since the last full round."""
@@ -64,14 +104,9 @@ class WorkloadRecord:
 
     @placement.setter
     def placement(self, value: Placement | None) -> None:
-        # Indexed, so that summing what is in flight to each worker (at every placement)
-        # reads the few records in flight, not every workload the manager knows.
-        self._placement = value
-        if self.placed is not None:
-            if value is None:
-                self.placed.pop(self.key, None)
-            else:
-                self.placed[self.key] = self
+        old, self._placement = self._placement, value
+        if self.index is not None:
+            self.index.change(self, old, value)
 
 
 class Records:
@@ -79,13 +114,13 @@ class Records:
 
     def __init__(self) -> None:
         self._by_key: dict[str, WorkloadRecord] = {}
-        self._placed: dict[str, WorkloadRecord] = {}
+        self._index = PlacementIndex()
 
     def __call__(self, key: str) -> WorkloadRecord:
         """The record of ``key``, created empty when there is none (for writes)."""
         record = self._by_key.get(key)
         if record is None:
-            record = self._by_key[key] = WorkloadRecord(key=key, placed=self._placed)
+            record = self._by_key[key] = WorkloadRecord(key=key, index=self._index)
         return record
 
     def get(self, key: str) -> WorkloadRecord | None:
@@ -93,17 +128,22 @@ class Records:
         return self._by_key.get(key)
 
     def forget(self, key: str) -> None:
-        self._by_key.pop(key, None)
-        self._placed.pop(key, None)
+        record = self._by_key.pop(key, None)
+        if record is not None:
+            record.placement = None
 
     def placement(self, key: str) -> Placement | None:
         record = self._by_key.get(key)
         return record.placement if record is not None else None
 
     def placements(self) -> Iterator[tuple[str, Placement]]:
-        for key, record in list(self._placed.items()):
+        for key, record in list(self._index.records.items()):
             if record.placement is not None:
                 yield key, record.placement
+
+    def in_flight(self, worker: str) -> InFlight:
+        """What has been sent to ``worker`` and not admitted there yet (do not change it)."""
+        return self._index.by_worker.get(worker) or InFlight()
 
     def waiting(self) -> list[str]:
         return [key for key, record in self._by_key.items() if record.waiting]

@@ -86,7 +86,9 @@ class LeaderElector:
             async with asyncio.timeout(self.config.retry_period * 2):
                 return await self._try_acquire_or_renew()
         except (errors.KubeError, TimeoutError) as err:
-            log.info("leader election %s: %s", self.config.name, err)
+            # A timeout has no message of its own: say what timed out.
+            why = str(err) or f"no answer within {self.config.retry_period * 2:.1f}s"
+            log.info("leader election %s: %s", self.config.name, why)
             return False
 
     def _jittered(self, period: float) -> float:

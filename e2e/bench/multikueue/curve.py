@@ -49,6 +49,7 @@ def point(report: dict[str, Any], jobs: int, workers: int) -> dict[str, Any]:
         "manager_peak_rss_mib": round(manager.get("peak_rss_mib", 0.0)),
         "apiservers_cpu_ms_per_workload": round(1000 * apiservers / admitted, 2),
         "manager_requests_per_workload": mode["requests_per_workload"].get("manager"),
+        **({"error": mode["error"]} if mode.get("error") else {}),
     }
 
 
@@ -118,7 +119,8 @@ def render(points: list[dict[str, Any]]) -> str:
     lines = [header, "-" * len(header)]
     for p in points:
         if not p.get("complete"):
-            lines.append(f"{p['jobs']:>6} {p['workers']:>7}  incomplete")
+            why = str(p.get("error", "")).splitlines()[:1]
+            lines.append(f"{p['jobs']:>6} {p['workers']:>7}  incomplete {' '.join(why)}")
             continue
         lines.append(
             f"{p['jobs']:>6} {p['workers']:>7} {p['throughput']:>6.1f} "

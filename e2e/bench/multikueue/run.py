@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,16 +138,24 @@ async def _generate(
 
 
 async def _wait_admitted(
-    rec: AdmissionRecorder, count: int, *, deadline: float, progress: float = 10.0
+    rec: AdmissionRecorder,
+    count: int,
+    *,
+    deadline: float,
+    manager_alive: Callable[[], bool],
+    progress: float = 10.0,
 ) -> None:
-    """Until every created workload is admitted (the counter, in memory), or the deadline;
-    progress at every tenth."""
+    """Until every created workload is admitted (the counter, in memory), the deadline, or
+    the manager's exit (nothing restarts it here: waiting on would only wait for the
+    deadline); progress at every tenth."""
     milestone = 0
     while time.monotonic() < deadline:
         admitted = rec.admitted()
         expected = count - len(rec.create_errors)
         if admitted >= expected:
             return
+        if not manager_alive():
+            raise TimeoutError(f"{admitted}/{count} admitted when the manager exited")
         if admitted * progress // max(count, 1) > milestone:
             milestone = int(admitted * progress // max(count, 1))
             say(f"   admitted {admitted}/{count}")
@@ -199,7 +207,9 @@ async def run_mode(
             result.generation_seconds = await _generate(bed, namespace, mode, count, creators, rec)
             say(f"   created in {result.generation_seconds:.1f}s")
             try:
-                await _wait_admitted(rec, count, deadline=started + timeout)
+                await _wait_admitted(
+                    rec, count, deadline=started + timeout, manager_alive=lambda: manager.alive
+                )
             except TimeoutError as err:
                 result.error = str(err)
                 result.stuck = [_state_of(o) for o in watch.items() if not ws.is_admitted(o)]

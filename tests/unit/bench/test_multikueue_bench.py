@@ -194,3 +194,26 @@ def test_a_curve_point_is_read_from_one_runs_report() -> None:
     assert point["manager_peak_rss_mib"] == 230
     text = curve.render([point, {"jobs": 5000, "workers": 3, "complete": False}])
     assert "25.0" in text and "incomplete" in text
+
+
+def test_an_incomplete_curve_point_says_why() -> None:
+    from e2e.bench.multikueue import curve
+
+    report = {
+        "modes": [
+            {
+                "mode": "capacity-aware",
+                "complete": False,
+                "error": "2310/10000 admitted when the manager exited\nlog tail",
+                "admitted": 2310,
+                "throughput": 2.31,
+                "admission": {"p95Ms": 1.0},
+                "quota_reservation": {"p95Ms": 1.0},
+                "processes": {},
+                "requests_per_workload": {},
+            }
+        ]
+    }
+    point = curve.point(report, 10000, 20)
+    assert point["error"].startswith("2310/10000 admitted")
+    assert "incomplete 2310/10000 admitted when the manager exited" in curve.render([point])

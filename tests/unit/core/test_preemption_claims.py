@@ -10,10 +10,10 @@ from __future__ import annotations
 from manager.core import (
     AdmissionCore,
     BorrowWithinCohortPolicy,
+    CycleResult,
     PendingKind,
     PreemptionPolicy,
 )
-from manager.core.core import CycleResult
 
 from .builders import (
     admitted_keys,

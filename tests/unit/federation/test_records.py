@@ -1,5 +1,6 @@
-"""The dispatcher's records: the copies in flight are indexed, so that summing them per
-worker at every placement reads those few, not every workload the manager knows."""
+"""The dispatcher's records: the copies in flight are indexed, and what is in flight to each
+worker is kept as placements change, so that a placement reads it instead of summing every
+record for every worker."""
 
 from __future__ import annotations
 
@@ -32,3 +33,24 @@ def test_a_placement_replaced_is_counted_once() -> None:
     records("ns/a").placement = placement("w1")
     records("ns/a").placement = placement("w2")
     assert [(k, p.cluster) for k, p in records.placements()] == [("ns/a", "w2")]
+
+
+def test_what_is_in_flight_to_each_worker_is_kept_as_placements_change() -> None:
+    records = Records()
+    records("ns/a").placement = placement("w1")
+    records("ns/b").placement = placement("w1")
+    records("ns/c").placement = placement("w2")
+    w1 = records.in_flight("w1")
+    assert (w1.waiting, w1.usage) == (2, {("cq", "default", "cpu"): 2})
+
+    records("ns/a").placement = placement("w2")  # moved: counted on w2 only
+    records.forget("ns/b")
+    assert records.in_flight("w1").waiting == 0
+    assert records.in_flight("w1").usage == {}
+    w2 = records.in_flight("w2")
+    assert (w2.waiting, w2.usage) == (2, {("cq", "default", "cpu"): 2})
+
+    records("ns/a").placement = None
+    records("ns/c").placement = None
+    assert records.in_flight("w2").waiting == 0
+    assert records.in_flight("nowhere").usage == {}
