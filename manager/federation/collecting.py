@@ -54,6 +54,14 @@ class Collector:
             await self._judge(leftovers.Moment.RETURNING, remote, copy_, jobs.get(key, []))
         await self._collect_orphan_jobs(remote)
 
+    def _keep_ended(self, remote: RemoteCluster, key: str, jobs: list[tuple[JobKind, Obj]]) -> None:
+        if self.state.workloads.get(key) is None:
+            return  # nothing to record it on; its record would outlive it
+        for kind, job in jobs:
+            if kind.outcome(job) is not None:
+                self.look.records(key).ended_remote_jobs[remote.name] = job
+                log.info("the run of %s on %s ended while it was unreachable", key, remote.name)
+
     def workload_facts(self, key: str) -> leftovers.WorkloadFacts:
         obj = self.state.workloads.get(key)
         if obj is None:
@@ -90,7 +98,10 @@ class Collector:
         )
         verdict = leftovers.judge_copy(moment, copy_facts, self.workload_facts(key))
         if verdict is leftovers.Verdict.RECORD:
-            self.requeue(key)  # the reconcile records that run: it never runs again
+            # The reconcile records that run (it never runs again) from what was read here:
+            # the job informer may show it running for a while yet.
+            self._keep_ended(remote, key, jobs or [])
+            self.requeue(key)
         if verdict is not leftovers.Verdict.DELETE:
             return False
         obj = self.state.workloads.get(key)

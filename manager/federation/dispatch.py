@@ -118,7 +118,7 @@ class Dispatcher:
                 # TTL controller may delete a finished Job before we copied its final status
                 # (ttlSecondsAfterFinished: 0). Without it the manager's Job would never
                 # end, or worse, its vanished copy would count as a reason to run it again.
-                self.records(key).finished_remote_job = event.obj
+                self.records(key).ended_remote_jobs[remote.name] = event.obj
             on_remote(event)
 
         remote.workloads().subscribe(on_remote)

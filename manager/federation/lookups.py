@@ -166,8 +166,12 @@ class Lookups:
         there made for it, read afresh (default: the informer's)."""
         if copy is not None and ws.is_finished(copy):
             return True
-        found = self.remote_jobs_of(remote, key) if jobs is None else jobs
-        return any(kind.outcome(job) is not None for kind, job in found)
+        if jobs is None:
+            record = self.records.get(key)
+            if record is not None and remote.name in record.ended_remote_jobs:
+                return True
+            jobs = self.remote_jobs_of(remote, key)
+        return any(kind.outcome(job) is not None for kind, job in jobs)
 
     def remote_job_name(self, obj: Obj) -> str | None:
         job = self.manager_job(obj)
@@ -191,14 +195,15 @@ class Lookups:
         return found if found is not None and made_for(found, obj) else None
 
     def final_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
-        """This workload's remote Job, or its last, finished state if a worker's TTL
-        controller deleted it already."""
+        """This workload's remote Job, or its last, ended state where the informer cannot
+        show it (deleted by a worker's TTL controller, or not seen ended yet: see
+        ``WorkloadRecord.ended_remote_jobs``)."""
         found = self.remote_job(remote, obj)
-        if found is not None:
+        if found is not None and self.kind_of(obj).outcome(found) is not None:
             return found
         record = self.records.get(ws.key_of(obj))
-        kept = record.finished_remote_job if record is not None else None
-        return kept if kept is not None and made_for(kept, obj) else None
+        kept = record.ended_remote_jobs.get(remote.name) if record is not None else None
+        return kept if kept is not None and made_for(kept, obj) else found
 
     def remote_jobs_of(self, remote: RemoteCluster, key: str) -> list[tuple[JobKind, Obj]]:
         """Our jobs on the worker made for the workload ``key`` (whatever their name and

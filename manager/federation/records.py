@@ -90,9 +90,11 @@ class WorkloadRecord:
     """When the manager reserved its quota (monotonic): dispatch latency counts from here."""
     winner: str | None = None
     """The worker it runs on, as soon as it is chosen (AllAtOnce / Incremental)."""
-    finished_remote_job: Obj | None = None
-    """The last state of its finished remote Job, deleted (a worker's TTL controller) before
-    the manager copied its final status."""
+    ended_remote_jobs: dict[str, Obj] = field(default_factory=dict)
+    """By worker: the last state of its remote job there once it ended, where the informer
+    cannot show it: deleted (a worker's TTL controller) before the manager copied its final
+    status, or read afresh when the worker came back while the informer still shows it
+    running (its watch resumes on its own time)."""
     blocked: dict[str, tuple[str, float]] = field(default_factory=dict)
     """Workers it must not go to for now, with why and until when (monotonic): an object of
     the same name there that kfed did not create."""

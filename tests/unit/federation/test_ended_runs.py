@@ -1,0 +1,151 @@
+"""A run that ended on a worker while the manager could not see it counts as ended from the
+moment the manager reads it afresh (``Collector.recover``), not from the moment the job
+informer's resumed watch shows it: until then the informer still shows the job running, and
+the reconcile that records the run read only the informer (a flaky drill in CI: the run was
+judged unfinished, and the job's result was never copied)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, cast
+
+from kubernetes_asyncio.client import ApiClient
+
+from manager.api import constants as C
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
+from manager.controllers.state import ClusterState
+from manager.federation import leftovers
+from manager.federation.collecting import Collector
+from manager.federation.lookups import Lookups
+from manager.federation.records import Records
+from manager.federation.registry import ClusterRegistry
+from manager.federation.remote import RemoteCluster
+from manager.federation.settings import FederationSettings
+from manager.kube.api import KubeApi, Obj
+
+SETTINGS = FederationSettings()
+NS = "team-a"
+WORKLOAD = "job-heavy-job-1a2b3"
+KEY = f"{NS}/{WORKLOAD}"
+
+
+def manager_workload() -> Obj:
+    """Taken off its worker meanwhile: requeued, no quota held."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": WORKLOAD,
+            "namespace": NS,
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "heavy-job", "controller": True}
+            ],
+        },
+        "spec": {"queueName": "gpu"},
+        "status": {},
+    }
+
+
+def remote_job(ended: bool) -> Obj:
+    status: dict[str, Any] = {"active": 1}
+    if ended:
+        status = {
+            "succeeded": 1,
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"},
+            ],
+        }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "heavy-job",
+            "namespace": NS,
+            "labels": {C.PREBUILT_WORKLOAD_LABEL: WORKLOAD},
+        },
+        "spec": {},
+        "status": status,
+    }
+
+
+def unfinished_copy() -> Obj:
+    wl = manager_workload()
+    wl["status"] = {"conditions": [{"type": "Admitted", "status": "True"}]}
+    return wl
+
+
+class Bed:
+    """A manager's lookups over hand-filled caches and one worker whose job informer still
+    shows the job running (its watch has not resumed yet)."""
+
+    def __init__(self) -> None:
+        self.state = ClusterState(KubeApi(cast(ApiClient, object()), name="unit"))
+        self.records = Records()
+        registry = ClusterRegistry(KubeApi(cast(ApiClient, object()), name="unit"), SETTINGS)
+        self.look = Lookups(self.state, registry, SETTINGS, self.records)
+        self.worker = RemoteCluster(
+            "worker-1", KubeApi(cast(ApiClient, None), name="worker-1"), SETTINGS
+        )
+        self.state.workloads.cache[KEY] = manager_workload()
+        self.state.jobs.cache[f"{NS}/heavy-job"] = {
+            "metadata": {"name": "heavy-job", "namespace": NS},
+            "spec": {"suspend": True},
+        }
+        jobs = self.worker.jobs()
+        assert jobs is not None
+        jobs._store(f"{NS}/heavy-job", remote_job(ended=False))  # what the informer still shows
+        self.requeued: list[str] = []
+        self.collector = Collector(self.look, cast(Any, None), self.requeued.append)
+
+
+def test_the_informer_alone_shows_the_run_unfinished() -> None:
+    bed = Bed()
+    assert not bed.look.ended_there(bed.worker, KEY, unfinished_copy())
+    found = bed.look.final_remote_job(bed.worker, bed.state.workloads.cache[KEY])
+    assert found is not None and BATCH_JOB.outcome(found) is None
+
+
+async def test_a_run_read_ended_on_return_is_recorded_though_the_informer_shows_it_running() -> (
+    None
+):
+    bed = Bed()
+    fresh: list[tuple[JobKind, Obj]] = [(BATCH_JOB, remote_job(ended=True))]
+
+    deleted = await bed.collector._judge(
+        leftovers.Moment.RETURNING,
+        bed.worker,
+        unfinished_copy(),
+        fresh,
+    )
+
+    assert not deleted, "its run is the job's result: never collected"
+    assert bed.requeued == [KEY], "the reconcile records it"
+    assert bed.look.ended_there(bed.worker, KEY, unfinished_copy()), "ended, for the reconcile"
+    final = bed.look.final_remote_job(bed.worker, bed.state.workloads.cache[KEY])
+    assert final is not None and BATCH_JOB.outcome(final) is not None, "its result is copied"
+
+
+async def test_an_ended_run_of_a_workload_already_gone_leaves_no_record_behind() -> None:
+    bed = Bed()
+    del bed.state.workloads.cache[KEY]
+    fresh: list[tuple[JobKind, Obj]] = [(BATCH_JOB, remote_job(ended=True))]
+
+    bed.collector._keep_ended(bed.worker, KEY, fresh)
+
+    assert bed.records.get(KEY) is None, "nothing would ever forget it"
+
+
+def test_the_informer_wins_once_it_shows_the_run_ended_too() -> None:
+    bed = Bed()
+    bed.records(KEY).ended_remote_jobs["worker-1"] = remote_job(ended=True)
+    later = copy.deepcopy(remote_job(ended=True))
+    later["status"]["completionTime"] = "2026-12-01T20:00:00Z"
+    jobs = bed.worker.jobs()
+    assert jobs is not None
+    jobs._store(f"{NS}/heavy-job", later)
+
+    final = bed.look.final_remote_job(bed.worker, bed.state.workloads.cache[KEY])
+
+    assert final is later
