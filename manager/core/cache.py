@@ -182,14 +182,42 @@ class Cache:
         self.workloads: dict[WorkloadKey, AdmittedWorkload] = {}
         self.by_cluster_queue: dict[ClusterQueueName, dict[WorkloadKey, AdmittedWorkload]] = {}
         self.local_queues: dict[LocalQueueKey, LocalQueueUsage] = {}
+        self.config_version = 0
+        """Bumped on every change of flavors, queues, cohorts or their active state."""
+
+    # -- versions: has anything a nomination reads changed since? ------------------------
+
+    def tree_version(self, cq: ClusterQueueState) -> tuple[int, int, int]:
+        """Equal for two reads only if nothing a nomination in ``cq`` reads changed between
+        them: the configuration, and the workloads holding quota in its cohort tree (who
+        they are, their priority, whether they are being evicted)."""
+        root = cq.root()
+        return self.config_version, id(root), root.version
+
+    def _touch(self, name: ClusterQueueName) -> None:
+        cq = self.cluster_queues.get(name)
+        if cq is not None:
+            cq.root().version += 1
+
+    def set_evicting(self, entry: AdmittedWorkload, evicting: bool) -> None:
+        """An eviction was decided (or its write failed): candidates are ranked by it."""
+        entry.evicting = evicting
+        self._touch(entry.cluster_queue)
+
+    def refresh(self, entry: AdmittedWorkload, workload: Workload) -> None:
+        """A workload holding quota changed its spec (its priority, say)."""
+        entry.workload = workload
+        self._touch(entry.cluster_queue)
 
     # -- configuration ---------------------------------------------------------------
 
     def upsert_flavor(self, flavor: ResourceFlavor) -> None:
         self.flavors[flavor.name] = flavor
+        self.config_version += 1
 
     def delete_flavor(self, name: FlavorName) -> None:
         self.flavors.pop(name, None)
+        self.config_version += 1
 
     def upsert_cluster_queue(self, spec: ClusterQueue) -> None:
         state = self.cluster_queues.get(spec.name)
@@ -226,6 +254,7 @@ class Cache:
         Runs on configuration changes only (rare, and O(queues + cohorts)), which keeps
         the incremental bookkeeping on the hot path trivially consistent.
         """
+        self.config_version += 1
         for cohort in self.cohorts.values():
             cohort.parent = None
             cohort.child_cqs = {}
@@ -283,6 +312,8 @@ class Cache:
             if inactive != cq.inactive:
                 cq.inactive = inactive
                 changed.append(name)
+        if changed:
+            self.config_version += 1
         return changed
 
     def _inactive_reason(self, cq: ClusterQueueState) -> tuple[str, str] | None:
@@ -345,6 +376,7 @@ class Cache:
         cq = self.cluster_queues.get(admission.cluster_queue)
         if cq is not None:
             cq.account(entry, sign=1)
+            cq.root().version += 1
         self._account_local_queue(entry, sign=1)
         return entry
 
@@ -359,6 +391,7 @@ class Cache:
         cq = self.cluster_queues.get(entry.cluster_queue)
         if cq is not None:
             cq.account(entry, sign=-1)
+            cq.root().version += 1
         self._account_local_queue(entry, sign=-1)
         return entry
 

@@ -165,7 +165,7 @@ class AdmissionCore:
         """
         held = self._cache.workloads.get(workload.key)
         if held is not None:
-            held.workload = workload
+            self._cache.refresh(held, workload)
             return
         start = workload.creation_time if order_time is None else order_time
         self._queues.upsert(workload, order_time=start, requeue_at=requeue_at)
@@ -249,7 +249,7 @@ class AdmissionCore:
         held = self._cache.workloads.get(key)
         if held is None or not held.evicting:
             return False
-        held.evicting = False
+        self._cache.set_evicting(held, False)
         self._queues.wake(self._cache.tree_members(held.cluster_queue))
         return True
 
@@ -299,7 +299,7 @@ class AdmissionCore:
                 continue
             for held in cq.workloads.values():
                 if not held.evicting:
-                    held.evicting = True
+                    self._cache.set_evicting(held, True)
                     evicted.append(
                         Evict(
                             held.key,
@@ -314,7 +314,7 @@ class AdmissionCore:
                 continue
             for held in self._cache.by_cluster_queue.get(lq.cluster_queue, {}).values():
                 if held.local_queue == key and not held.evicting:
-                    held.evicting = True
+                    self._cache.set_evicting(held, True)
                     evicted.append(
                         Evict(
                             held.key,
@@ -328,6 +328,16 @@ class AdmissionCore:
         return evicted
 
     # -- views -----------------------------------------------------------------------
+
+    @property
+    def heads_evaluated(self) -> int:
+        """Heads judged by every cycle so far (admitted, preempting or left pending)."""
+        return self._scheduler.evaluated
+
+    @property
+    def heads_nominated(self) -> int:
+        """Of those, how many were nominated afresh (the rest: a remembered answer)."""
+        return self._scheduler.nominated
 
     def workload_state(self, key: WorkloadKey) -> WorkloadState | None:
         held = self._cache.workloads.get(key)

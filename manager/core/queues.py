@@ -66,6 +66,7 @@ class Location(Enum):
 
 class PendingWorkload:
     __slots__ = (
+        "_shape",
         "cluster_queue",
         "key",
         "local_queue",
@@ -89,6 +90,26 @@ class PendingWorkload:
         self.location = Location.ORPHAN
         self.seq = 0
         self.reason: PendingReason | None = None
+        self._shape: tuple[object, ...] | None = None
+
+    @property
+    def shape(self) -> tuple[object, ...]:
+        """What flavor assignment reads of the workload (its pod sets), hashable: two
+        workloads of one shape and priority get the same answer from the same state."""
+        if self._shape is None:
+            self._shape = tuple(
+                (
+                    ps.name,
+                    ps.count,
+                    ps.min_count,
+                    tuple(sorted(ps.requests.items())),
+                    tuple(sorted(ps.node_selector.items())),
+                    ps.node_affinity,
+                    ps.tolerations,
+                )
+                for ps in self.workload.pod_sets
+            )
+        return self._shape
 
     def heap_item(self) -> _HeapItem:
         return (-self.workload.priority, self.order_time, self.key, self.seq)

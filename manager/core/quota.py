@@ -30,7 +30,7 @@ class Quota:
 class QuotaNode:
     """The quota view of a ClusterQueue or a Cohort (both subclass it in cache.py)."""
 
-    __slots__ = ("fair_weight", "name", "parent", "quotas", "subtree_quota", "usage")
+    __slots__ = ("fair_weight", "name", "parent", "quotas", "subtree_quota", "usage", "version")
 
     def __init__(self, name: str, *, fair_weight: float = 1.0) -> None:
         self.name = name
@@ -39,6 +39,10 @@ class QuotaNode:
         self.subtree_quota: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
         self.parent: QuotaNode | None = None
+        self.version = 0
+        """On a tree's root: bumped whenever the workloads holding quota anywhere in the
+        tree change (see ``Cache.tree_version``). What-ifs restore usage exactly and leave
+        it alone."""
 
     def root(self) -> QuotaNode:
         node = self

@@ -76,6 +76,8 @@ async def print_stats(controller: ClusterController, every: float) -> None:
             "t": round(time.time(), 1),
             "lag_ms": round(lag * 1000, 1),
             "cycles": controller.admission.cycles,
+            "heads": controller.state.core.heads_evaluated,
+            "nominated": controller.state.core.heads_nominated,
             "in_flight": len(controller.admission.in_flight),
             "workload_queue": len(controller.workloads.queue),
             "pending_status_queue": len(controller.admission.pending_status.queue),

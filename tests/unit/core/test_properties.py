@@ -11,11 +11,13 @@ record and the specs alone (not the core's bookkeeping):
 - StrictFIFO: an admitted workload had no eligible workload ahead of it in its queue;
 - preemption only picks victims its ClusterQueue's policy allows, and reclaims only
   from queues that were borrowing;
-- the same inputs give the same decisions.
+- the same inputs give the same decisions;
+- remembering a queue's last head that found no way in changes no decision.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, given, settings
@@ -152,7 +154,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     n_queues = draw(st.integers(1, 4))
     queues = tuple(draw(cluster_queue(i, crowded)) for i in range(n_queues))
     workloads = tuple(draw(workload(i, n_queues, crowded)) for i in range(draw(st.integers(4, 16))))
-    ops = tuple(draw(st.lists(st.integers(0, 9), min_size=10, max_size=80)))
+    ops = tuple(draw(st.lists(st.integers(0, 11), min_size=10, max_size=80)))
     return Scenario(queues, workloads, ops, draw(st.booleans()))
 
 
@@ -177,10 +179,12 @@ class Harness:
     log: list[CycleResult] = field(default_factory=list)
     now: float = 0.0
     next_workload: int = 0
+    remember_no_way_in: bool = True
 
     def __post_init__(self) -> None:
         config = FairSharingConfig() if self.scenario.fair_sharing else None
         self.core = AdmissionCore(fair_sharing=config)
+        self.core._scheduler.remember_no_way_in = self.remember_no_way_in
         self.specs = {q.name: q for q in self.scenario.queues}
         for flavor in FLAVORS:
             self.core.upsert_flavor(ResourceFlavor(flavor, {"flavor": flavor}))
@@ -199,8 +203,12 @@ class Harness:
                 self.finish_oldest()
             elif op == 8:
                 self.apply_evictions()
-            else:
+            elif op == 9:
                 self.admission_checks_ready()
+            elif op == 10:
+                self.change_a_held_priority()
+            else:
+                self.raise_a_quota()
         for _ in range(5):
             self.now += 1
             self.cycle()
@@ -261,6 +269,39 @@ class Harness:
     def admission_checks_ready(self) -> None:
         for key in list(self.held)[:2]:
             self.core.set_admitted(key)
+
+    def change_a_held_priority(self) -> None:
+        """Its WorkloadPriorityClass changed: victims are chosen by the new priority."""
+        if self.held:
+            key = list(self.held)[-1]
+            held = self.held[key]
+            step = 2 if int(self.now) % 2 else -2
+            held.workload = dataclasses.replace(
+                held.workload, priority=held.workload.priority + step
+            )
+            self.core.add_workload(held.workload)
+
+    def raise_a_quota(self) -> None:
+        """One more of everything in the queue that waits longest (never below usage)."""
+        name = sorted(self.specs)[int(self.now) % len(self.specs)]
+        spec = self.specs[name]
+        groups = tuple(
+            dataclasses.replace(
+                rg,
+                flavors=tuple(
+                    dataclasses.replace(
+                        fq,
+                        resources=tuple(
+                            dataclasses.replace(rq, nominal=rq.nominal + 1) for rq in fq.resources
+                        ),
+                    )
+                    for fq in rg.flavors
+                ),
+            )
+            for rg in spec.resource_groups
+        )
+        self.specs[name] = dataclasses.replace(spec, resource_groups=groups)
+        self.core.upsert_cluster_queue(self.specs[name])
 
     # -- the properties ------------------------------------------------------------------
 
@@ -376,6 +417,18 @@ def test_invariants_hold_under_random_events(scenario: Scenario) -> None:
 @given(scenarios())
 def test_same_inputs_give_same_decisions(scenario: Scenario) -> None:
     assert Harness(scenario).run() == Harness(scenario).run()
+
+
+@PROPERTY_SETTINGS
+@given(scenarios())
+def test_remembering_heads_that_found_no_way_in_changes_no_decision(scenario: Scenario) -> None:
+    """A queue's next head of the same shape and priority, in an unchanged cohort tree,
+    gets the answer of the last one without a nomination (``scheduler._NoWayIn``): the
+    same decisions as nominating every head afresh, whatever happens in between
+    (admissions, releases, evictions, priorities and quotas changed)."""
+    remembered = Harness(scenario).run()
+    afresh = Harness(scenario, remember_no_way_in=False).run()
+    assert remembered == afresh
 
 
 @settings(max_examples=50, deadline=None)
