@@ -18,6 +18,7 @@ from manager import core
 from manager.api import constants as C
 from manager.controllers import conditions, spans
 from manager.controllers import workloadstatus as ws
+from manager.controllers.pacing import CyclePacing
 from manager.controllers.pendingstatus import PendingStatusWriter
 from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
@@ -40,6 +41,7 @@ class AdmissionLoop:
         self._writes = asyncio.Semaphore(settings.write_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self.cycles = 0
+        self.pacing = CyclePacing()
         self.on_admit: list[AdmitHook] = []
         self.resync: Callable[[str], None] | None = None
         """Asks the Workload controller to reconcile a workload (see ``_admit``)."""
@@ -70,9 +72,14 @@ class AdmissionLoop:
                         )
                     self.cycles += 1
                     self._apply(result)
+                    # Also lets watch events and writes in between cycles (a pause of 0). A
+                    # cycle without heads says nothing about the backlog: no pacing.
+                    pause = (
+                        self.pacing.after_cycle(bool(result.admitted)) if result.evaluated else 0
+                    )
+                    await asyncio.sleep(pause)
                     if not result.more:
                         break
-                    await asyncio.sleep(0)  # let watch events and writes in between cycles
         finally:
             for task in list(self._tasks):
                 task.cancel()

@@ -83,6 +83,15 @@ def cpu_usage_milli(cq: Obj) -> int:
     return total
 
 
+def eviction_reason(obj: Obj) -> str:
+    conditions = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or ()}
+    for kind in (C.PREEMPTED, C.EVICTED):
+        found = conditions.get(kind)
+        if found is not None and found.get("status") == "True":
+            return str(found.get("reason") or kind)
+    return "unknown"
+
+
 def nominal_cpu_milli(cq: Obj) -> int:
     total = 0
     for group in (cq.get("spec") or {}).get("resourceGroups") or ():
@@ -99,6 +108,9 @@ class Recorder:
     workloads: dict[str, WorkloadRecord] = field(default_factory=dict)
     queues: dict[str, QueueUsage] = field(default_factory=dict)
     finished: int = 0
+    eviction_reasons: dict[str, int] = field(default_factory=dict)
+    """Evictions by reason: the Preempted condition's (InClusterQueue, InCohortReclamation,
+    ...) when a preemption caused it, else the Evicted condition's."""
 
     # -- workloads -----------------------------------------------------------------------
 
@@ -121,6 +133,8 @@ class Recorder:
         evicted = condition_true(obj, C.EVICTED)
         if evicted and not record.evicted:
             record.evictions += 1
+            reason = eviction_reason(obj)
+            self.eviction_reasons[reason] = self.eviction_reasons.get(reason, 0) + 1
         record.evicted = evicted
         if admitted and not record.admitted:
             record.admitted_at = at

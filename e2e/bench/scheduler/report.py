@@ -106,6 +106,7 @@ class Figures:
     load_average_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
     notes: list[str] = field(default_factory=list)
     timed_out: bool = False
+    eviction_reasons: dict[str, int] = field(default_factory=dict)
 
 
 # -- the maths -----------------------------------------------------------------------------
@@ -183,6 +184,7 @@ def figures_of(
         generation_seconds=generation_seconds,
         usage=usage_figures(recorder),
         classes=[class_figures(c.name, recorder.workloads.values()) for c in s.classes],
+        eviction_reasons=dict(sorted(recorder.eviction_reasons.items())),
     )
 
 
@@ -272,6 +274,9 @@ def render(s: Scenario, f: Figures) -> str:
             f"{c.avg_time_to_admission:>7.1f} {c.p50_time_to_admission:>7.1f} "
             f"{c.p95_time_to_admission:>7.1f} {c.max_time_to_admission:>7.1f}"
         )
+    if f.eviction_reasons:
+        by_reason = ", ".join(f"{r} {n}" for r, n in f.eviction_reasons.items())
+        lines.append(f"evictions by reason: {by_reason}")
     if f.processes:
         lines.append("")
         lines.append(f"{'process':<16} {'cpu s':>8} {'cores':>6} {'peak RSS MiB':>13}")

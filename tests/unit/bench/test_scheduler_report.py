@@ -105,6 +105,18 @@ def test_time_to_admission_runs_from_first_event_to_the_last_admission() -> None
     assert r.all_finished
 
 
+def test_evictions_are_counted_by_the_reason_a_preemption_gives() -> None:
+    r = Recorder(expected_workloads=2)
+    preempted = workload("QuotaReserved", "Evicted", "Preempted")
+    preempted["status"]["conditions"][-1]["reason"] = "InCohortReclamation"
+    r.workload_event("cq-0-0/a", workload("QuotaReserved", "Admitted"), 1.0, cpu=1, class_name="s")
+    r.workload_event("cq-0-0/a", preempted, 2.0, cpu=1, class_name="s")
+    r.workload_event("cq-0-0/a", preempted, 2.5, cpu=1, class_name="s")  # the same eviction
+    r.workload_event("cq-0-0/b", workload("Evicted"), 3.0, cpu=1, class_name="s")
+
+    assert r.eviction_reasons == {"InCohortReclamation": 1, "Evicted": 1}
+
+
 def test_the_run_is_done_only_when_everything_finished_and_queues_are_idle() -> None:
     r = Recorder(expected_workloads=1)
     r.queue_event("cq-0-0", cq_status("1", reserving=1), 0.0)
