@@ -81,13 +81,13 @@ class LeaderElector:
         self.observer.observe(lease.LeaseRecord.from_lease(written))
         return True
 
-    async def _attempt(self) -> bool:
+    async def _attempt(self, within: float) -> bool:
         try:
-            async with asyncio.timeout(self.config.retry_period * 2):
+            async with asyncio.timeout(within):
                 return await self._try_acquire_or_renew()
         except (errors.KubeError, TimeoutError) as err:
             # A timeout has no message of its own: say what timed out.
-            why = str(err) or f"no answer within {self.config.retry_period * 2:.1f}s"
+            why = str(err) or f"no answer within {within:.1f}s"
             log.info("leader election %s: %s", self.config.name, why)
             return False
 
@@ -95,7 +95,8 @@ class LeaderElector:
         return period * random.uniform(1.0, 1.2)
 
     async def acquire(self) -> None:
-        while not await self._attempt():  # noqa: ASYNC110 - polling the API is the algorithm
+        within = self.config.retry_period * 2
+        while not await self._attempt(within):  # noqa: ASYNC110 - polling is the algorithm
             await asyncio.sleep(self._jittered(self.config.retry_period))
         self.is_leader = True
         log.info(
@@ -106,12 +107,17 @@ class LeaderElector:
         )
 
     async def _renew_until_lost(self) -> None:
+        """Renew every ``retry_period``; give up when no renewal succeeded within
+        ``renew_deadline``. As client-go's, an attempt may take until that deadline: an API
+        server slow to answer (a busy machine) is not a lost lease, and a renewal written
+        before the deadline is still inside the lease others see."""
         last_renewal = time.monotonic()
         while True:
             await asyncio.sleep(self.config.retry_period)
-            if await self._attempt():
+            left = self.config.renew_deadline - (time.monotonic() - last_renewal)
+            if left > 0 and await self._attempt(left):
                 last_renewal = time.monotonic()
-            elif time.monotonic() - last_renewal > self.config.renew_deadline:
+            elif time.monotonic() - last_renewal >= self.config.renew_deadline:
                 log.warning(
                     "%s lost leadership (no renewal for %.1fs)",
                     self.config.identity,
