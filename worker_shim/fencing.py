@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from manager.api import constants as C
+from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation.settings import (
@@ -196,8 +197,9 @@ class Fencing:
                 "spec": {"active": False},
             }
             try:
-                await self.api.patch(R.WORKLOADS, meta["name"], patch, meta["namespace"])
+                written = await self.api.patch(R.WORKLOADS, meta["name"], patch, meta["namespace"])
                 count += 1
+                told.fenced(self.state.events, written, origin, silences[origin])
             except errors.KubeError as err:
                 log.warning("fencing %s/%s failed: %s", meta["namespace"], meta["name"], err)
                 continue

@@ -19,14 +19,13 @@ from typing import Any, TypeVar
 import pydantic
 
 from manager import core
-from manager.api import constants as C
 from manager.api import federated
 from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
 from manager.api.workload import Workload
-from manager.controllers import conditions, convert
+from manager.controllers import convert
 from manager.controllers import workloadstatus as ws
 from manager.controllers.workloads import priority_of
 from manager.kube import resources as R
@@ -129,11 +128,6 @@ def _converted(
     return result
 
 
-def _reserved_at(obj: Obj) -> float | None:
-    reserved = conditions.find(ws.status_of(obj).get("conditions"), C.QUOTA_RESERVED)
-    return ws.parse_time(reserved.get("lastTransitionTime")) if reserved else None
-
-
 def _holds_quota(obj: Obj) -> bool:
     """The Workload controller releases a finished or deleted workload's quota at once."""
     return (
@@ -175,7 +169,7 @@ def from_objects(
                 model, priority=priority_of(model, wpcs.get), creation_time=ws.creation_time(obj)
             ),
             convert.admission_from_status(ws.status_of(obj)["admission"]),
-            reserved_at=_reserved_at(obj) or now,
+            reserved_at=ws.reservation_time(obj) or now,
             admitted=ws.is_admitted(obj),
         )
 

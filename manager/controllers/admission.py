@@ -17,6 +17,7 @@ from typing import Any
 from manager import core
 from manager.api import constants as C
 from manager.controllers import conditions, spans
+from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.pacing import CyclePacing
 from manager.controllers.pendingstatus import PendingStatusWriter
@@ -94,10 +95,15 @@ class AdmissionLoop:
             self.in_flight.add(admit.workload)
             self._spawn(self._admit(admit))
         for preempt in result.preempted:
+            preemptor = self.state.workloads.get(preempt.preemptor)
+            preemptor_meta = (preemptor or {}).get("metadata") or {}
             for victim in preempt.victims:
-                message = (
-                    f"Preempted to accommodate a workload ({preempt.preemptor}) due to "
-                    f"{victim.reason.human}"
+                message = told.preemption_message(
+                    preemptor_uid=preemptor_meta.get("uid", ""),
+                    preemptor_job_uid=(preemptor_meta.get("labels") or {}).get(C.JOB_UID_LABEL, ""),
+                    reason=victim.reason.human,
+                    preemptor_path=self.state.core.cluster_queue_path(preempt.cluster_queue),
+                    preemptee_path=self.state.core.cluster_queue_path(victim.cluster_queue),
                 )
                 self._spawn(
                     self._evict(
@@ -105,6 +111,7 @@ class AdmissionLoop:
                         C.REASON_EVICTED_BY_PREEMPTION,
                         message,
                         preempted_reason=str(victim.reason),
+                        preemptor=preemptor,
                     )
                 )
         for evict in result.evicted:
@@ -162,8 +169,10 @@ class AdmissionLoop:
         self.state.workloads.remember_written(key, base, written)
         waited = time.time() - queued_since(written)
         self.state.metrics.quota_reserved(admit.cluster_queue, waited=waited)
+        told.quota_reserved(self.state.events, written, admit.cluster_queue, waited)
         if not checks:
             self.state.metrics.admitted(admit.cluster_queue, waited=waited)
+            told.admitted(self.state.events, written, admit.cluster_queue, 0.0)
         self._trace_admission(written, admit)
         for hook in self.on_admit:
             outcome = hook(key, admit)
@@ -181,7 +190,13 @@ class AdmissionLoop:
         )
 
     async def _evict(
-        self, key: str, reason: str, message: str, *, preempted_reason: str | None = None
+        self,
+        key: str,
+        reason: str,
+        message: str,
+        *,
+        preempted_reason: str | None = None,
+        preemptor: dict[str, Any] | None = None,
     ) -> None:
         try:
             written = await self._write(
@@ -189,6 +204,16 @@ class AdmissionLoop:
             )
             if written is not None:
                 self.state.metrics.evicted(cluster_queue_of(written), reason)
+                if preempted_reason is None:
+                    told.evicted(self.state.events, written, reason, message)
+                else:
+                    told.preempted(
+                        self.state.events,
+                        written,
+                        preemptor,
+                        message,
+                        cluster_queue=cluster_queue_of(written),
+                    )
                 spans.record(
                     self.settings.role,
                     "eviction",

@@ -40,6 +40,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "(Kueue's integrations.frameworks); batch/job is always on, another kind starts "
         "once its CRD is served",
     )
+    parser.add_argument(
+        "--event-qps",
+        type=float,
+        default=d.event_qps,
+        help="Kubernetes Events written per second at most, after a burst of --event-burst "
+        "(0: none)",
+    )
+    parser.add_argument("--event-burst", type=int, default=d.event_burst, help="see --event-qps")
 
 
 def controller_settings_from(args: argparse.Namespace, *, role: str) -> ControllerSettings:
@@ -62,6 +70,13 @@ def controller_settings_from(args: argparse.Namespace, *, role: str) -> Controll
         jobkinds.parse(integrations)
     except ValueError as err:
         raise ValueError(f"--integrations: {err}") from None
+    if args.event_qps < 0 or args.event_burst < 1:
+        raise ValueError("--event-qps must be 0 or more and --event-burst 1 or more")
     return ControllerSettings(
-        workers=args.workers, role=role, fair_sharing=fair_sharing, integrations=integrations
+        workers=args.workers,
+        role=role,
+        fair_sharing=fair_sharing,
+        integrations=integrations,
+        event_qps=args.event_qps,
+        event_burst=args.event_burst,
     )

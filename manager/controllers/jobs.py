@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
+from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind, MissingReference, PodSetPlacement
@@ -172,6 +173,7 @@ class JobController:
             )
             if written is not None:
                 self._trace_finish(job, written, outcome.succeeded, outcome.message)
+                told.finished_workload(self.state.events, job, written)
             return None
         runnable = ws.is_admitted(wl) and not ws.is_evicted(wl) and ws.is_active(wl)
         suspended = self.kind.is_suspended(job)
@@ -179,7 +181,8 @@ class JobController:
             await self._start(job, wl)
         elif not runnable and not suspended:
             # A running job's templates are immutable: suspend first, restore afterwards.
-            await self._patch_job(job, self.kind.suspend_fields(True))
+            if await self._patch_job(job, self.kind.suspend_fields(True)) is not None:
+                told.stopped(self.state.events, job, wl)
         elif not runnable and self.kind.templates_mutable(job):
             await self._restore(job, wl)
         return None
@@ -247,6 +250,7 @@ class JobController:
         try:
             created = await self.state.api.create(R.WORKLOADS, body, namespace)
             self.state.workloads.remember_written(f"{namespace}/{name}", None, created)
+            told.created_workload(self.state.events, job, created)
         except errors.AlreadyExists:
             pass
         except errors.Invalid as err:
@@ -312,6 +316,8 @@ class JobController:
             if current is None:
                 return  # gone meanwhile
             current = await self._patch_job(current, patch)
+        if current is not None:
+            told.started(self.state.events, current, ws.cluster_queue_of(wl))
 
     async def _restore(self, job: Obj, wl: Obj) -> None:
         """Put back the templates the job was submitted with (kept in its Workload), once its

@@ -20,6 +20,7 @@ import logging
 import time
 
 from manager import core
+from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.kube import errors
@@ -114,6 +115,7 @@ class PendingStatusWriter:
             return
         if written is not None:
             self.written += 1
+            told.pending(self.state.events, written, reason.message)
             self.queue.forget(key)
             # So that an admission computed before this write's event arrives is guarded by
             # the new resourceVersion, instead of conflicting and reading the object again.

@@ -23,6 +23,7 @@ from manager.controllers.state import ClusterState
 from manager.controllers.workloads import WorkloadController
 from manager.kube import discovery, errors
 from manager.kube.api import KubeApi
+from manager.kube.events import EventRecorder, EventSettings
 from manager.kube.tasks import stop_tasks
 from manager.kube.workqueue import QueueClosed, WorkQueue
 from manager.telemetry.metrics import Metrics
@@ -30,6 +31,11 @@ from manager.telemetry.metrics import Metrics
 log = logging.getLogger(__name__)
 
 Reconcile = Callable[[str], Awaitable[float | None]]
+
+EVENT_COMPONENTS = {"manager": "kfed-manager", "worker": "kfed-worker-shim"}
+"""Who reports the Events this cluster's controllers write (``source.component``,
+``reportingComponent``; the instance is the host name): ``kubectl describe`` shows it as
+"From"."""
 
 
 async def run_workers(queue: WorkQueue, reconcile: Reconcile, count: int) -> None:
@@ -70,6 +76,15 @@ class ClusterController:
     ) -> None:
         self.settings = settings or ControllerSettings()
         self.state = ClusterState(api, metrics=metrics, fair_sharing=self.settings.fair_sharing)
+        self.state.events = EventRecorder(
+            api if self.settings.event_qps > 0 else None,
+            component=EVENT_COMPONENTS.get(self.settings.role, f"kfed-{self.settings.role}"),
+            settings=EventSettings(
+                global_qps=self.settings.event_qps, global_burst=self.settings.event_burst
+            ),
+            on_written=self.state.metrics.event_written,
+            on_dropped=self.state.metrics.event_dropped,
+        )
         self.admission = AdmissionLoop(self.state, self.settings)
         self.workloads = WorkloadController(self.state, self.admission, self.settings)
         self.admission.resync = self.workloads.queue.add
@@ -141,6 +156,7 @@ class ClusterController:
                 ),
                 *(self._workers_of(c) for c in self.job_controllers),
                 asyncio.create_task(self.queue_status.run(), name="queue-status"),
+                asyncio.create_task(self.state.events.run(), name="events"),
                 asyncio.create_task(self._find_kinds_later(), name="job-kinds"),
             ]
             self.state.kick()

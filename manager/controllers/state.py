@@ -28,6 +28,7 @@ from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
+from manager.kube.events import EventRecorder
 from manager.kube.informer import Event, Informer
 from manager.telemetry.metrics import Metrics
 
@@ -46,6 +47,9 @@ class ClusterState:
         self.api = api
         self.metrics = metrics if metrics is not None else Metrics()
         """Where this cluster's controllers record (one registry per process object)."""
+        self.events = EventRecorder(None, component="kfed")
+        """Kubernetes Events about this cluster's objects; silent until the controllers that
+        run here give it a writer (``ClusterController``)."""
         self.core = core.AdmissionCore(fair_sharing=fair_sharing)
         self.changed = asyncio.Event()
         """Set whenever something could let a pending workload in: the scheduler waits on it."""

@@ -20,6 +20,7 @@ from manager import core
 from manager.api import constants as C
 from manager.api.workload import Workload
 from manager.controllers import convert, spans
+from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import AdmissionLoop, queued_since
 from manager.controllers.jobkinds.base import JobKind
@@ -179,6 +180,7 @@ class WorkloadController:
                 written = await self._write(obj, lambda o: ws.evict(o, C.REASON_DEACTIVATED, why))
                 if written is not None:
                     state.metrics.evicted(admission.cluster_queue, C.REASON_DEACTIVATED)
+                    told.evicted(state.events, written, _deactivated_reason(obj), why)
                     # Deactivated: by a user, a rejected check, or (on a worker) fencing.
                     spans.record(
                         self.settings.role,
@@ -235,7 +237,7 @@ class WorkloadController:
                     model, priority=self.priority_of(model), creation_time=ws.creation_time(obj)
                 ),
                 admission,
-                reserved_at=ws.parse_time(_reserved_at(obj)) or time.time(),
+                reserved_at=ws.reservation_time(obj) or time.time(),
                 admitted=ws.is_admitted(obj),
             )
             state.kick()
@@ -251,13 +253,12 @@ class WorkloadController:
                 if c.get("state") == "Retry"
             )
             reason = f"At least one admission check is false: {message}"
-            if (
-                await self._write(
-                    obj, lambda o: ws.evict(o, C.REASON_EVICTED_BY_ADMISSION_CHECK, reason)
-                )
-                is not None
-            ):
+            evicted = await self._write(
+                obj, lambda o: ws.evict(o, C.REASON_EVICTED_BY_ADMISSION_CHECK, reason)
+            )
+            if evicted is not None:
                 state.metrics.evicted(admission.cluster_queue, C.REASON_EVICTED_BY_ADMISSION_CHECK)
+                told.evicted(state.events, evicted, C.REASON_EVICTED_BY_ADMISSION_CHECK, reason)
                 spans.record(
                     self.settings.role,
                     "eviction",
@@ -269,13 +270,22 @@ class WorkloadController:
                 )
             return None
         if any(s == "Rejected" for s in states.values()):
+            for check in ws.status_of(obj).get("admissionChecks") or []:
+                if check.get("state") == "Rejected":
+                    told.check_rejected(
+                        state.events, obj, str(check.get("name")), str(check.get("message", ""))
+                    )
+                    break
             await self._deactivate(obj)
             return None
         if ws.is_admitted(obj):
             core_.set_admitted(wkey)
-        elif await self._write(obj, ws.admit) is not None:
+        elif (admitted := await self._write(obj, ws.admit)) is not None:
             core_.set_admitted(wkey)
             state.metrics.admitted(admission.cluster_queue, waited=time.time() - queued_since(obj))
+            reserved = ws.reservation_time(obj)
+            since = time.time() - reserved if reserved else 0.0
+            told.admitted(state.events, admitted, admission.cluster_queue, since)
         return None
 
     async def _deactivate(self, obj: dict[str, Any]) -> None:
@@ -301,15 +311,15 @@ def _deactivation_message(obj: dict[str, Any]) -> str:
     return "The workload is deactivated"
 
 
+def _deactivated_reason(obj: dict[str, Any]) -> str:
+    """Kueue's eviction reason of a deactivation, with its cause when kfed knows it."""
+    if any(c.get("state") == "Rejected" for c in ws.status_of(obj).get("admissionChecks") or []):
+        return f"{C.REASON_DEACTIVATED}DueTo{C.REASON_EVICTED_BY_ADMISSION_CHECK}"
+    return C.REASON_DEACTIVATED
+
+
 def _evicted_reason(obj: dict[str, Any]) -> str:
     for c in ws.status_of(obj).get("conditions") or []:
         if c.get("type") == C.EVICTED:
             return str(c.get("reason") or "")
     return ""
-
-
-def _reserved_at(obj: dict[str, Any]) -> str | None:
-    for c in ws.status_of(obj).get("conditions") or []:
-        if c.get("type") == C.QUOTA_RESERVED:
-            return str(c.get("lastTransitionTime") or "") or None
-    return None

@@ -68,6 +68,12 @@ def requeue_at(obj: Mapping[str, Any]) -> float | None:
     return parse_time((status_of(obj).get("requeueState") or {}).get("requeueAt"))
 
 
+def reservation_time(obj: Mapping[str, Any]) -> float | None:
+    """When its quota was last reserved (or its QuotaReserved condition last changed)."""
+    condition = conditions.find(status_of(obj).get("conditions"), C.QUOTA_RESERVED)
+    return parse_time(condition.get("lastTransitionTime")) if condition else None
+
+
 def eviction_time(obj: Mapping[str, Any]) -> float | None:
     """When it was last evicted (Kueue orders requeued workloads by it)."""
     condition = conditions.find(status_of(obj).get("conditions"), C.EVICTED)

@@ -349,6 +349,12 @@ class AdmissionCore:
         """The flavor an admission names (its nodeLabels/tolerations go into the pods)."""
         return self._cache.flavors.get(name)
 
+    def cluster_queue_path(self, name: ClusterQueueName) -> str:
+        """A ClusterQueue's place in its cohort tree (``/cohort/cq``), "UNKNOWN" as Kueue
+        says when it is not known."""
+        cq = self._cache.cluster_queues.get(name)
+        return cq.path() if cq is not None else "UNKNOWN"
+
     def admission(self, key: WorkloadKey) -> Admission | None:
         held = self._cache.workloads.get(key)
         return held.admission if held is not None else None

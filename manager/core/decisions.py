@@ -38,7 +38,7 @@ class PreemptionReason(StrEnum):
 _HUMAN_PREEMPTION_REASONS = {
     PreemptionReason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     PreemptionReason.IN_COHORT_RECLAMATION: "reclamation within the cohort",
-    PreemptionReason.IN_COHORT_FAIR_SHARING: "fair sharing within the cohort",
+    PreemptionReason.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
     PreemptionReason.IN_COHORT_RECLAIM_WHILE_BORROWING: (
         "reclamation within the cohort while borrowing"
     ),

@@ -50,6 +50,16 @@ class QuotaNode:
             node = node.parent
         return node
 
+    def path(self) -> str:
+        """Where this node sits in its cohort tree, as Kueue's preemption messages name it:
+        ``/root-cohort/.../name`` (``/name`` without a cohort)."""
+        names = []
+        node: QuotaNode | None = self
+        while node is not None:
+            names.append(node.name)
+            node = node.parent
+        return "/" + "/".join(reversed(names))
+
 
 def local_quota(node: QuotaNode, fr: FlavorResource) -> int:
     """Capacity a lendingLimit keeps inside this node's subtree (never visible above)."""

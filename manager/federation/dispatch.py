@@ -27,6 +27,7 @@ import logging
 import time
 
 from manager.api import constants as C
+from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
@@ -206,7 +207,8 @@ class Dispatcher:
         if step.step is routing.Step.REJECT:
             # Never place what the manager's own controllers may run, or what no worker can.
             log.warning("workload %s rejected: %s", key, step.message)
-            await self.write.set_check(obj, check, "Rejected", step.message)
+            if await self.write.set_check(obj, check, "Rejected", step.message) is not None:
+                told.dispatch_rejected(self.state.events, obj, step.message)
             return None
         if step.step is routing.Step.RECORD_FINISHED:
             cluster, remote_wl = done or ("", {})

@@ -17,8 +17,9 @@ import time
 from manager.api import constants as C
 from manager.api import quantity
 from manager.controllers import conditions, spans
+from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.federation import capacity, choosing
+from manager.federation import capacity, choosing, workloadview
 from manager.federation.lookups import Lookups
 from manager.federation.records import Placement, Stats
 from manager.federation.remote import RemoteCluster
@@ -287,6 +288,14 @@ class Placer:
         if not await self.write.create_copy(remote, obj):
             record.placement = None
             return 1.0
+        before, _ = workloadview.placement_of(obj)  # the previous decision, if any
+        told.dispatched(
+            self.state.events,
+            obj,
+            best.cluster,
+            best.reason,
+            previously=before.cluster if before is not None else "",
+        )
         await self.write.annotate(obj, decision)
         return self.settings.nominate_after
 

@@ -20,12 +20,14 @@ from typing import Any
 from manager.api import constants as C
 from manager.api import federated
 from manager.controllers import conditions
+from manager.controllers import eventreasons as told
 from manager.federation import kubeconfig
 from manager.federation.remote import RemoteCluster, cluster_identity
 from manager.federation.settings import FederationSettings
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
+from manager.kube.events import EventRecorder
 from manager.kube.informer import Event, Informer
 from manager.kube.tasks import stop_tasks, wait_event
 
@@ -94,6 +96,8 @@ class ClusterRegistry:
         self.mk_configs.subscribe(lambda _: self._notify())
         self.mk_clusters.subscribe(self._on_cluster_event)
         self.on_maintenance: Callable[[str], None] | None = None
+        self.events = EventRecorder(None, component="kfed")
+        """Where workers' state changes are told (the manager's recorder, once wired)."""
 
     @property
     def informers(self) -> list[Informer]:
@@ -103,7 +107,10 @@ class ClusterRegistry:
         self._dirty.set()
 
     def _on_cluster_event(self, event: Event) -> None:
-        changed = federated.maintenance_of(event.obj) != federated.maintenance_of(event.old)
+        level = federated.maintenance_of(event.obj)
+        changed = level != federated.maintenance_of(event.old)
+        if changed and event.old is not None and event.obj is not None:
+            told.maintenance_changed(self.events, event.obj, level)
         if changed and self.on_maintenance is not None:
             self.on_maintenance(event.key)
 
@@ -304,6 +311,9 @@ class ClusterRegistry:
                 continue
             status, reason, message = entry.condition()
             conds = list((obj.get("status") or {}).get("conditions") or [])
+            before = conditions.find(conds, C.ACTIVE)
+            was_active = None if before is None else before.get("status") == "True"
+            reason_before = before.get("reason") if before is not None else None
             if not conditions.set_condition(
                 conds,
                 C.ACTIVE,
@@ -321,5 +331,14 @@ class ClusterRegistry:
                     subresource="status",
                 )
                 self.mk_clusters.remember_written(name, obj, written)
+                if (was_active, reason_before) != (status, reason):
+                    told.cluster_condition_changed(
+                        self.events,
+                        written,
+                        was_active=was_active,
+                        active=status,
+                        reason=reason,
+                        message=message,
+                    )
             except errors.KubeError as err:
                 log.info("status of MultiKueueCluster %s not written: %s", name, err)

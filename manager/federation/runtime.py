@@ -38,6 +38,7 @@ class FederationController:
         self.manager = ClusterController(api, controller_settings, metrics=metrics)
         self.metrics = self.manager.state.metrics
         self.registry = ClusterRegistry(api, self.settings)
+        self.registry.events = self.manager.state.events
         self.dispatcher = Dispatcher(self.manager, self.registry, self.settings)
         self.registry.on_reconnect = self.dispatcher.recover
         self.registry.on_change = self.dispatcher.capacity_changed

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
+from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import queued_since
@@ -69,9 +70,17 @@ class Writes:
             obj,
             lambda o: checkstatus.ready_and_admitted(o, check, message, cluster_name=cluster),
         )
+        if written is not None and checkstatus.check_state(obj, check)[0] != "Ready":
+            told.got_reservation(self.state.events, written, cluster)
         if written is not None and ws.is_admitted(written) and not ws.is_admitted(obj):
             self.state.metrics.admitted(
                 ws.cluster_queue_of(written), waited=time.time() - queued_since(written)
+            )
+            told.admitted(
+                self.state.events,
+                written,
+                ws.cluster_queue_of(written),
+                time.time() - (ws.reservation_time(written) or time.time()),
             )
         return written
 
@@ -96,6 +105,7 @@ class Writes:
             return
         cluster = str(ws.status_of(obj).get("clusterName") or "")
         self.state.metrics.failover(cluster, FAILOVER_METRIC_REASON.get(reason, "lost"))
+        told.failover(self.state.events, obj, cluster, reason, message)
         if reason == "evicted":  # by the worker itself (upstream counts only these)
             self.state.metrics.evicted_remotely(ws.cluster_queue_of(obj), cluster)
         spans.record(

@@ -266,6 +266,21 @@ class Metrics:
             registry=r,
         )
 
+        # -- Kubernetes Events (manager and shim) -------------------------------------
+        self.events_written = Counter(
+            "kfed_events_written_total",
+            "Kubernetes Events written: create (a new one) or patch (a repeat's count)",
+            ["verb"],
+            registry=r,
+        )
+        self.events_dropped = Counter(
+            "kfed_events_dropped_total",
+            "Kubernetes Events not written: spam (per-object filter), rate (global limit), "
+            "queue (write queue full), error (the API server refused)",
+            ["reason"],
+            registry=r,
+        )
+
         # -- the worker shim ------------------------------------------------------------
         self.shim_fenced = Gauge(
             "kfed_shim_fenced",
@@ -288,6 +303,14 @@ class Metrics:
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             registry.register(collector)
         return cls(registry)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def event_written(self, verb: str) -> None:
+        self.events_written.labels(verb).inc()
+
+    def event_dropped(self, reason: str) -> None:
+        self.events_dropped.labels(reason).inc()
 
     # -- admission ------------------------------------------------------------------------
 

@@ -26,6 +26,9 @@ from typing import Any
 METRIC = "apiserver_request_total"
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
+EVENT_WRITES = ("POST events", "PATCH events", "PUT events")
+"""The keys of Kubernetes Events written (new ones, and repeats' counts)."""
+
 Counts = dict[str, int]
 """``VERB resource[/subresource]`` -> requests (or, for failures, with `` -> code``)."""
 
@@ -157,6 +160,11 @@ class ClusterRequests:
             "per_workload": r(self.per_workload(self.requests)),
             "net_per_workload": r(self.per_workload(self.net())),
             "top_net_per_workload": {k: r(v) for k, v in self.top(8)},
+            # kfed's, and on a full bed also the controller-manager's, scheduler's and
+            # kubelet's (kwok's): Events count as writes like any other object.
+            "event_writes_net_per_workload": r(
+                self.per_workload(sum(self.net(k) for k in EVENT_WRITES))
+            ),
             "by_request": {
                 k: {
                     "requests": self.measured.requests.get(k, 0),

@@ -94,6 +94,8 @@ class Bed:
         )
         self.proxies: dict[str, CuttableProxy] = {}
         self.shims: dict[str, ManagedProcess] = {}
+        self.shim_flags: list[str] = []
+        """Extra flags for every ``python -m worker_shim`` this bed starts."""
         self.shim_ports: dict[str, int] = {}
         self.manager_api: KubeApi | None = None
         self.worker_apis: dict[str, KubeApi] = {}
@@ -142,7 +144,7 @@ class Bed:
         await self.register(via_proxies=False)
         for worker in self.workers:
             self.shims[worker] = processes.start_shim(
-                worker, self.fed.kubeconfig(worker), self.logs
+                worker, self.fed.kubeconfig(worker), self.logs, self.shim_flags
             )
         for worker, shim in self.shims.items():
             self.shim_ports[worker] = await processes.listening_port(shim)

@@ -40,11 +40,21 @@ def kfed_process(role: str, module: str, args: Sequence[str], log: Path) -> Mana
     return proc
 
 
-def start_shim(worker: str, kubeconfig: Path, logs: Path) -> ManagedProcess:
+def start_shim(
+    worker: str, kubeconfig: Path, logs: Path, extra: Sequence[str] = ()
+) -> ManagedProcess:
     return kfed_process(
         f"shim-{worker}",
         "worker_shim",
-        ["--kubeconfig", str(kubeconfig), "--metrics-host", "127.0.0.1", "--metrics-port", "0"],
+        [
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-host",
+            "127.0.0.1",
+            "--metrics-port",
+            "0",
+            *extra,
+        ],
         logs / f"shim-{worker}.log",
     )
 

@@ -88,6 +88,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="an extra flag for `python -m manager`, e.g. --manager-flag=--workers=16",
     )
     p.add_argument(
+        "--event-qps",
+        type=float,
+        help="Kubernetes Events per second at most, for the manager and every shim (default "
+        "kfed's; 0: none, to measure what they cost)",
+    )
+    p.add_argument(
         "--profile",
         type=Path,
         metavar="DIR",
@@ -96,6 +102,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, help="also write the JSON report to this file")
     p.add_argument("--logs", type=Path, help="copy kfed's process logs into this directory")
     args = p.parse_args(argv)
+    args.shim_flag = []
+    if args.event_qps is not None:
+        args.manager_flag.append(f"--event-qps={args.event_qps}")
+        args.shim_flag.append(f"--event-qps={args.event_qps}")
     modes = args.mode or ["capacity", "allatonce"]
     args.modes = list(dict.fromkeys(MODE_NAMES[m] for m in modes))
     return args
@@ -110,6 +120,7 @@ def settings_of(args: argparse.Namespace) -> dict[str, object]:
         "cpu_request": "1m",
         "timeout_seconds": args.timeout,
         "extra_manager_flags": args.manager_flag,
+        "extra_shim_flags": args.shim_flag,
         "control_planes": "lite: etcd + kube-apiserver per cluster (no Job runs, as upstream)",
         "manager": "python -m manager, a subprocess; --no-webhook (Jobs carry managedBy)",
         "worker_shims": "python -m worker_shim per worker, subprocesses, default settings",
@@ -155,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     topo = Topology(worker_flavors={w: ("default",) for w in worker_names(args.workers)})
     for index, mode in enumerate(args.modes):
         bed = Bed(topo, name=f"bench-mk-{mode}", full=False)
+        bed.shim_flags = list(args.shim_flag)
         try:
             bed.up()
             if index == 0 and args.ceiling_objects > 0:

@@ -130,6 +130,11 @@ def render(points: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def save(points: list[dict[str, Any]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"points": points}, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m e2e.bench.multikueue.curve",
@@ -147,15 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json is not None:
         points = json.loads(args.from_json.read_text())["points"]
     else:
-        points = [
-            run_point(jobs, workers, args.mode, args.timeout)
-            for workers in args.workers
-            for jobs in args.jobs
-        ]
+        points = []
+        for workers in args.workers:
+            for jobs in args.jobs:
+                points.append(run_point(jobs, workers, args.mode, args.timeout))
+                print(render(points[-1:]).splitlines()[-1], flush=True)
+                if args.json is not None:  # after every point: a long curve cut short keeps them
+                    save(points, args.json)
     print(render(points))
-    if args.json is not None and args.from_json is None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"points": points}, indent=2) + "\n")
     if args.plot is not None:
         plot(points, args.plot)
         print(f"plot: {args.plot}")

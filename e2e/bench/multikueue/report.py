@@ -81,6 +81,32 @@ def _top_requests(mode: ModeResult, cluster: str, n: int = 6) -> str:
     return ", ".join(f"{k} {v / max(mode.workloads, 1):.2f}" for k, v in ranked)
 
 
+def events_of(mode: ModeResult) -> dict[str, Any]:
+    """Events written in the measured window, per cluster and in all, with their share of
+    the writes and their rate over the run."""
+    per_cluster = {c: mode.event_writes(c) for c in mode.requests}
+    written = sum(per_cluster.values())
+    writes = sum(mode.writes(c) for c in mode.requests)
+    return {
+        "written": written,
+        "per_cluster": per_cluster,
+        "share_of_writes": round(written / writes, 4) if writes else 0.0,
+        "per_second": round(written / mode.total_seconds, 2) if mode.total_seconds else 0.0,
+        "per_workload": round(written / mode.workloads, 3) if mode.workloads else 0.0,
+    }
+
+
+def _events_line(mode: ModeResult) -> str:
+    e = events_of(mode)
+    if not e["written"]:
+        return "Events written: none"
+    where = ", ".join(f"{c} {n}" for c, n in e["per_cluster"].items() if n)
+    return (
+        f"Events written: {e['written']} ({where}), {e['per_workload']:.2f}/workload, "
+        f"{e['per_second']:.1f}/s, {100 * e['share_of_writes']:.1f} % of all writes"
+    )
+
+
 def render(report: Report) -> str:
     lines = ["", "MultiKueue benchmark (upstream's baseline shape on kfed)", ""]
     header = (
@@ -114,6 +140,7 @@ def render(report: Report) -> str:
                 f"    {cluster:<9} {m.per_workload(cluster):6.2f} / "
                 f"{m.per_workload(cluster, writes_only=True):5.2f}   {_top_requests(m, cluster)}"
             )
+        lines.append("  " + _events_line(m))
         limit = ceiling_of(m, report.ceiling)
         if limit is not None:
             lines.append(
@@ -160,6 +187,7 @@ def to_json(report: Report) -> dict[str, Any]:
         entry["ceiling_workloads_per_second"] = round(limit, 1) if limit else None
         entry["share_of_ceiling"] = round(m.throughput / limit, 3) if limit else None
         entry["upstream_gate"] = gate_verdict(m)
+        entry["events"] = events_of(m)
         modes.append(entry)
     return {
         "settings": report.settings,

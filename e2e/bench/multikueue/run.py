@@ -93,6 +93,19 @@ class ModeResult:
         ]
         return sum(picked) / self.workloads if self.workloads else 0.0
 
+    def event_writes(self, cluster: str) -> int:
+        """Kubernetes Events written on ``cluster`` (created, or a repeat's count patched)."""
+        counts = self.requests.get(cluster, {})
+        return sum(
+            n
+            for key, n in counts.items()
+            if key.split(" ", 1)[0] in WRITE_VERBS and key.split(" ", 1)[1] == "events"
+        )
+
+    def writes(self, cluster: str) -> int:
+        counts = self.requests.get(cluster, {})
+        return sum(n for key, n in counts.items() if key.split(" ", 1)[0] in WRITE_VERBS)
+
 
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION"})
 

@@ -59,6 +59,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="create workload i of each stream at (i+1) x interval, however slow the API "
         "(stricter than upstream's pacing: wait an interval after each create)",
     )
+    p.add_argument(
+        "--event-qps",
+        type=float,
+        help="kfed's Kubernetes Events per second at most (default kfed's; 0: none, to "
+        "measure what they cost)",
+    )
     p.add_argument("--log", type=Path, help="copy kfed's process log here")
     p.add_argument(
         "--stats-every",
@@ -92,6 +98,8 @@ def start_controllers(cluster: LocalCluster, args: argparse.Namespace) -> Manage
         argv += ["--write-concurrency", str(args.write_concurrency)]
     if args.stats_every:
         argv += ["--stats-every", str(args.stats_every)]
+    if args.event_qps is not None:
+        argv += ["--event-qps", str(args.event_qps)]
     proc = ManagedProcess(
         role="kfed",
         argv=argv,
@@ -206,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             processes = process_figures(cluster, kfed)
             requests = {
                 kind: request_counts(cluster, kind)
-                for kind in ("workloads", "clusterqueues", "localqueues")
+                for kind in ("workloads", "clusterqueues", "localqueues", "events")
             }
         finally:
             if args.log is not None and kfed.log_path.exists():
@@ -235,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "machine": {"cpus": os.cpu_count()},
         "apiserver_requests": requests,
+        "events": report.event_share(requests, done_at - started),
     }
     if args.csv is not None:
         write_csv(args.csv, runner, started)
@@ -250,6 +259,14 @@ def main(argv: list[str] | None = None) -> int:
             f"API server requests, {kind}: "
             + ", ".join(f"{verb} {n}" for verb, n in sorted(counts.items()))
         )
+    events = extra["events"]
+    print(
+        f"Events written: {events['written']} ({events['per_second']:.1f}/s over the run's "
+        f"{figures.wall_seconds:.0f} s), {100 * events['share_of_writes']:.1f} % of the API "
+        "writes counted above"
+        if events["written"]
+        else "Events written: none"
+    )
     if args.profile is not None and (args.profile / PROFILE_FILE).exists():
         where = profile.Profile.parse((args.profile / PROFILE_FILE).read_text())
         print(f"where kfed's controllers spent their time ({args.profile / PROFILE_FILE}):")

@@ -33,6 +33,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=defaults.workers)
     p.add_argument("--status-period", type=float, default=defaults.status_period)
     p.add_argument("--write-concurrency", type=int, default=defaults.write_concurrency)
+    p.add_argument(
+        "--event-qps",
+        type=float,
+        default=defaults.event_qps,
+        help="Kubernetes Events per second at most (0: none)",
+    )
     p.add_argument("--log-level", default="WARNING")
     p.add_argument(
         "--stats-every",
@@ -48,6 +54,7 @@ async def run(args: argparse.Namespace) -> None:
         workers=args.workers,
         status_period=args.status_period,
         write_concurrency=args.write_concurrency,
+        event_qps=args.event_qps,
     )
     async with await KubeApi.from_kubeconfig_file(args.kubeconfig, name="bench") as api:
         controller = ClusterController(api, settings)

@@ -133,6 +133,26 @@ def held_usage_percent(records: Iterable[WorkloadRecord], queues: Iterable[Queue
     return 100 * held / (quota_cpu * span) if span > 0 and quota_cpu > 0 else 0.0
 
 
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION")
+
+
+def event_share(requests: Mapping[str, Mapping[str, int]], wall_seconds: float) -> dict[str, Any]:
+    """Events written (``requests``: resource -> ``VERB[ subresource]`` -> count, as
+    ``e2e.bench.cluster.request_counts`` reads them) and their share of every write
+    counted."""
+
+    def writes(counts: Mapping[str, int]) -> int:
+        return sum(n for key, n in counts.items() if key.split(" ", 1)[0] in WRITE_VERBS)
+
+    events = writes(requests.get("events", {}))
+    total = sum(writes(counts) for counts in requests.values())
+    return {
+        "written": events,
+        "per_second": events / wall_seconds if wall_seconds else 0.0,
+        "share_of_writes": events / total if total else 0.0,
+    }
+
+
 def percentile(values: list[float], share: float) -> float:
     if not values:
         return 0.0

@@ -27,6 +27,7 @@ from tests.integration.controllers.helpers import (
     seed_job,
     workload_of,
 )
+from tests.integration.eventlog import described_reasons, in_order, reasons, wait_for_story
 
 pytestmark = pytest.mark.full
 NS = "ml-jobs"
@@ -82,6 +83,39 @@ async def test_light_job_on_rtx_heavy_job_on_h100(
     table = single_cluster.kubectl("get", "workloads", "-n", NS).stdout
     assert "gpu-lq" in table and "gpu-cq" in table
 
+    # ... and tells their story as Events, with upstream Kueue's reasons (#20).
+    for job, flavor in (("light-job", "rtx-a1000"), ("heavy-job", "h100")):
+        wl = await workload_of(api, NS, job)
+        assert wl is not None
+        wl_name = wl["metadata"]["name"]
+        job_story = await wait_for_story(
+            api,
+            NS,
+            "Job",
+            job,
+            ["CreatedWorkload", "Started", "FinishedWorkload"],
+            component="kfed-manager",
+        )
+        assert job_story[0].message == f"Created Workload: {NS}/{wl_name}"
+        assert "Admitted by clusterQueue gpu-cq" in [t.message for t in job_story]
+        wl_story = await wait_for_story(api, NS, "Workload", wl_name, ["QuotaReserved", "Admitted"])
+        messages = [t.message for t in wl_story]
+        assert any(
+            m.startswith("Quota reserved in ClusterQueue gpu-cq, wait time since queued was ")
+            for m in messages
+        ), messages
+        assert "Admitted by ClusterQueue gpu-cq, wait time since reservation was 0s" in messages
+        described = single_cluster.kubectl("describe", "job", job, "-n", NS).stdout
+        assert in_order(
+            described_reasons(described), ["CreatedWorkload", "Started", "FinishedWorkload"]
+        ), described
+        described = single_cluster.kubectl("describe", "workload", wl_name, "-n", NS).stdout
+        assert in_order(described_reasons(described), ["QuotaReserved", "Admitted"]), described
+        assert flavor in str(wl["status"]["admission"])
+    listed = single_cluster.kubectl("get", "events", "-n", NS).stdout
+    for reason in ("CreatedWorkload", "QuotaReserved", "Admitted", "Started", "FinishedWorkload"):
+        assert reason in listed, listed
+
 
 async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
     single_cluster: LocalCluster,
@@ -132,6 +166,26 @@ async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
         return len(finished_order) == 3
 
     await wait_for(all_done, timeout=90, interval=0.2, what="three light jobs finished")
+
+    # The Events tell it too: those that waited were told why (a Warning, as upstream's
+    # scheduler records it), then got their quota; none was told twice the same thing
+    # (repeats raise one Event's count).
+    told_pending = 0
+    for name in names:
+        ended = await workload_of(api, NS, name)
+        assert ended is not None
+        story = await wait_for_story(
+            api, NS, "Workload", ended["metadata"]["name"], ["QuotaReserved", "Admitted"]
+        )
+        pending = [t for t in story if t.reason == "Pending"]
+        for t in pending:
+            assert t.type == "Warning"
+            assert "insufficient unused quota for nvidia.com/gpu in flavor rtx-a1000" in t.message
+        if pending:
+            told_pending += 1
+            assert in_order(reasons(story), ["Pending", "QuotaReserved", "Admitted"]), story
+        assert len({(t.reason, t.message) for t in story}) == len(story), story
+    assert told_pending >= 2, "the two that waited were told why"
     starts = []
     for name in names:
         done = await workload_of(api, NS, name)

@@ -15,6 +15,7 @@ from manager.kube.api import KubeApi
 from tests.integration.controllers import builders as b
 from tests.integration.controllers.conftest import StartController, create_cluster_scoped
 from tests.integration.controllers.helpers import condition, job_complete, workload_of
+from tests.integration.eventlog import wait_for_story
 
 pytestmark = pytest.mark.full
 
@@ -133,6 +134,50 @@ async def test_higher_priority_job_preempts_and_victim_runs_again(
     )
     done = await workload_of(api, ns, "victim")
     assert (ws.status_of(done or {}).get("requeueState") or {}).get("count") == 1
+
+    # Upstream Kueue's Events of a preemption (#20): EvictedDueToPreempted and Preempted on
+    # the victim, PreemptedWorkload on the preemptor, the victim's Job Stopped with why.
+    urgent = await workload_of(api, ns, "urgent")
+    assert done is not None and urgent is not None
+    expected = (
+        f"Preempted to accommodate a workload (UID: {urgent['metadata']['uid']}, JobUID: "
+        f"{urgent['metadata']['labels'][C.JOB_UID_LABEL]}) due to prioritization in the "
+        f"ClusterQueue; preemptor path: /p-{unique}; preemptee path: /p-{unique}"
+    )
+    assert condition(victim, C.EVICTED)["message"] == expected  # type: ignore[index]
+    story = await wait_for_story(
+        api,
+        ns,
+        "Workload",
+        done["metadata"]["name"],
+        ["QuotaReserved", "EvictedDueToPreempted", "QuotaReserved"],
+        component="kfed-manager",
+    )
+    told = {t.reason: t.message for t in story}
+    assert told["EvictedDueToPreempted"] == expected
+    assert told["Preempted"] == (
+        f"{expected}; preemptor effective priority: 1000 (base: 1000, boost: 0); "
+        "preemptee effective priority: 100 (base: 100, boost: 0)"
+    )
+    preemptor = await wait_for_story(
+        api, ns, "Workload", urgent["metadata"]["name"], ["PreemptedWorkload", "QuotaReserved"]
+    )
+    assert preemptor[0].message.startswith(
+        f"Preempted workload {ns}/{done['metadata']['name']} (UID: {done['metadata']['uid']}) "
+        f"in ClusterQueue p-{unique}; preemptor effective priority: 1000"
+    )
+    job_story = await wait_for_story(
+        api,
+        ns,
+        "Job",
+        "victim",
+        ["Started", "Stopped", "FinishedWorkload"],
+        component="kfed-manager",
+    )
+    assert next(t for t in job_story if t.reason == "Stopped").message == expected
+    # Started again with the same message: client-go's correlator raises the first one's
+    # count instead of writing a second Event.
+    assert next(t for t in job_story if t.reason == "Started").count == 2
 
 
 async def _running(api: KubeApi, ns: str, job: str) -> bool:

@@ -20,6 +20,7 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.informer import Event
+from tests.integration.eventlog import wait_for_story
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed
 
@@ -63,7 +64,9 @@ async def complete(api: KubeApi, job_name: str) -> bool:
     )
 
 
-async def test_a_article_jobs_go_to_the_worker_with_their_gpu(article_bed: Bed) -> None:
+async def test_a_article_jobs_go_to_the_worker_with_their_gpu_and_events_tell_it(
+    article_bed: Bed,
+) -> None:
     bed = article_bed
     for worker in ("worker-1", "worker-2", "worker-3"):
         await bed.start_shim(worker)
@@ -107,6 +110,51 @@ async def test_a_article_jobs_go_to_the_worker_with_their_gpu(article_bed: Bed) 
         return True
 
     await wait_for(copies_removed, timeout=90, what="remote copies removed after finishing")
+    await events_tell_the_article_story(bed, {"light-job": light, "heavy-job": heavy})
+
+
+async def events_tell_the_article_story(bed: Bed, placed: dict[str, dict[str, Any]]) -> None:
+    """``kubectl get events`` on the manager and on the chosen worker shows each step of the
+    article's jobs with upstream Kueue's reasons (#20)."""
+    api = bed.manager_api
+    for job, wl in placed.items():
+        name, cluster = wl["metadata"]["name"], ws.status_of(wl)["clusterName"]
+        await wait_for_story(
+            api,
+            NS,
+            "Job",
+            job,
+            ["CreatedWorkload", "Started", "FinishedWorkload"],
+            component="kfed-manager",
+        )
+        story = await wait_for_story(
+            api, NS, "Workload", name, ["QuotaReserved", "Dispatched", "MultiKueue", "Admitted"]
+        )
+        told = {t.reason: t.message for t in story}
+        assert told["MultiKueue"] == f'The workload got reservation on "{cluster}"'
+        assert told["Dispatched"].startswith(f'Sent to "{cluster}": ')
+        assert told["Admitted"].startswith("Admitted by ClusterQueue gpu-cq, wait time since")
+        assert not [t for t in story if t.type == "Warning"], story
+
+        worker = bed.worker_apis[cluster]
+        copy_story = await wait_for_story(
+            worker, NS, "Workload", name, ["QuotaReserved", "Admitted"], where=f" on {cluster}"
+        )
+        assert {t.component for t in copy_story} == {"kfed-worker-shim"}
+        await wait_for_story(
+            worker,
+            NS,
+            "Job",
+            job,
+            ["Started", "FinishedWorkload"],
+            where=f" on {cluster}",
+            component="kfed-worker-shim",
+        )
+        listed = await asyncio.to_thread(bed.fed.kubectl, cluster, "get", "events", "-n", NS)
+        assert "QuotaReserved" in listed.stdout and "FinishedWorkload" in listed.stdout
+    listed = await asyncio.to_thread(bed.fed.kubectl, "manager", "get", "events", "-n", NS)
+    for reason in ("CreatedWorkload", "QuotaReserved", "Dispatched", "MultiKueue", "Admitted"):
+        assert reason in listed.stdout, listed.stdout
 
 
 def h100_job(name: str, *, gpus: int = 1, delay_ms: int = 2000) -> dict[str, Any]:

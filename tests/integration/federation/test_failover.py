@@ -14,12 +14,14 @@ from e2e.waiting import wait_for
 from manager.controllers import workloadstatus as ws
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from tests.integration.eventlog import wait_for_story
 from tests.integration.federation import article
 from tests.integration.federation.bed import Bed
 from tests.integration.federation.test_dispatch import complete, h100_job, placed
 
 pytestmark = pytest.mark.full
 NS = article.NS
+MANAGER = "kfed-manager"
 
 
 async def running_pods(api: KubeApi, job: str) -> int:
@@ -115,6 +117,31 @@ async def test_c_partition_fences_then_moves_and_never_runs_twice(article_bed: B
     print(
         f"cut to running elsewhere: {moved_after:.1f}s "
         f"(window {settings.fenced_failover_after:.1f}s + requeue and start)"
+    )
+
+    # The Events tell the drill (#20): on the manager, the move and why; on the cut-off
+    # worker, the fencing; on its MultiKueueCluster, lost and recovered.
+    name = wl["metadata"]["name"]
+    story = await wait_for_story(
+        api, NS, "Workload", name, ["Dispatched", "Failover", "Dispatched"], component=MANAGER
+    )
+    failover = next(t for t in story if t.reason == "Failover")
+    assert failover.type == "Warning" and failover.message.startswith(f'Leaving "{first}" (lost)')
+    sent = [t.message for t in story if t.reason == "Dispatched"]
+    assert sent[0].startswith(f'Sent to "{first}"') and sent[-1].startswith(f'Sent to "{other}"')
+    assert sent[-1].endswith(f'(previously sent to "{first}")'), sent[-1]
+    there = await wait_for_story(
+        bed.worker_apis[first],
+        NS,
+        "Workload",
+        name,
+        ["Fenced", "EvictedDueToDeactivated"],
+        where=f" on {first}",
+    )
+    told_fenced = next(t for t in there if t.reason == "Fenced")
+    assert told_fenced.type == "Warning" and told_fenced.component == "kfed-worker-shim"
+    await wait_for_story(
+        api, "default", "MultiKueueCluster", first, ["ClusterLost", "ClusterRecovered"]
     )
 
 
