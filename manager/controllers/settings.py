@@ -48,11 +48,14 @@ class ControllerSettings:
     ``batch/job`` is always on; another kind starts once its CRD is served."""
     job_kind_discovery_seconds: float = 30.0
     """How often a kind whose CRD is not installed yet is looked for again."""
-    event_qps: float = 20.0
-    event_burst: int = 200
-    """Kubernetes Events written per second by this process at most, after a burst (on top
-    of client-go's per-object spam filter; see kube/events.py). Events inform people and
-    must never crowd out the writes admissions depend on: at 20/s they stay a small share
-    of the writes even at this machine's full throughput. 0 writes none."""
+    event_qps: float = 10.0
+    event_burst: int = 100
+    """Kubernetes Events written per second by this process at most, after a burst, for
+    Normal Events and for Warnings each (on top of client-go's per-object spam filter; see
+    kube/events.py). Events inform people and must never crowd out the writes admissions
+    depend on: unlimited, a federated workload would cost about six Event writes on the
+    manager alone, more than all its other writes. At 10/s a burst of 1,000 Jobs spends
+    about a tenth of the API writes on Events (docs/performance.md, "What Events cost"),
+    and the burst tells the first jobs' stories whole. 0 writes none."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's manageJobsWithoutQueueName: off, so a Job without the label is left alone."""

@@ -55,6 +55,7 @@ from tests.integration.deploy.manifests import (
     kubectl,
     render_isolated,
 )
+from tests.integration.eventlog import wait_for_story
 
 pytestmark = pytest.mark.integration
 
@@ -304,6 +305,23 @@ async def test_a_federation_runs_on_the_deployed_service_accounts_alone(
         labels = remote["metadata"]["labels"]
         assert labels[C.MULTIKUEUE_ORIGIN_LABEL] == "multikueue"
         assert all(p.alive for p in processes), _logs(processes)
+        # Events are written under the same roles (dropped quietly when refused: so look).
+        await wait_for_story(
+            admin,
+            queues.jobs_namespace,
+            "Job",
+            "federated",
+            ["CreatedWorkload"],
+            component="kfed-manager",
+        )
+        await wait_for_story(
+            worker_admin,
+            queues.jobs_namespace,
+            "Job",
+            remote["metadata"]["name"],
+            ["Started"],
+            component="kfed-worker-shim",
+        )
         for process in processes:
             # A denied request logs "403 Forbidden: ... is forbidden: User ...". Match the
             # word, not the number: "403" turns up in ports and millisecond timestamps.

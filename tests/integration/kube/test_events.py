@@ -79,8 +79,9 @@ async def test_the_global_limit_caps_a_burst_and_counts_what_it_dropped(
     )
     for i in range(8):
         rec.normal(config_map(ns, f"cm-{i}"), "CreatedWorkload", f"Created Workload: {ns}/w{i}")
+    rec.warning(config_map(ns, "cm-0"), "Pending", "a Warning has its own budget")
     await written(rec)
-    assert len(await events_in(api, ns)) == 5
+    assert len(await events_in(api, ns)) == 6
     assert rec.dropped["rate"] == 3 and counted == ["rate"] * 3
 
 
