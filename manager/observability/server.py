@@ -6,7 +6,9 @@
 - ``/metrics``: Prometheus' text format, from the process's own registry; the state gauges
   are set from the in-memory views right before (see ``telemetry.metrics``);
 - ``/dashboard``: one self-contained page that refreshes itself from
-  ``/dashboard/state.json``.
+  ``/dashboard/state.json``;
+- ``/apis/visibility.kueue.x-k8s.io/...``: Kueue's visibility API, the pending workloads of
+  a ClusterQueue or LocalQueue with their positions (``federation/visibility.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Protocol
 
 from aiohttp import web
 
+from manager.controllers.state import ClusterState
+from manager.federation import visibility
 from manager.observability import dashboard
 from manager.observability.state import Snapshot, to_json
 from manager.telemetry.metrics import Metrics
@@ -40,6 +44,8 @@ class Source(Protocol):
     def refresh_metrics(self) -> None: ...
 
     def snapshot(self) -> Snapshot: ...
+
+    def cluster_state(self) -> tuple[ClusterState | None, str]: ...
 
 
 def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web.Application:
@@ -79,6 +85,7 @@ def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web
     app.router.add_get(DASHBOARD + "/", page)
     app.router.add_get(STATE_JSON, state)
     app.router.add_get("/", to_page)
+    visibility.add_routes(app, source.cluster_state)
     return app
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from manager.controllers.runtime import ClusterController
+from manager.controllers.state import ClusterState
 from manager.federation.runtime import FederationController
 from manager.kube.leader import LeaderElector
 from manager.observability.state import (
@@ -77,6 +78,15 @@ class ManagerSource:
         self.metrics.set_clusters(r.sample() for r in cluster_rows(federation))
         self.metrics.set_multikueue_clusters(multikueue_cluster_samples(federation))
 
+    def cluster_state(self) -> tuple[ClusterState | None, str]:
+        """The global queues, on the leader once synced (for the visibility API)."""
+        federation = self.federation
+        if federation is None or not self.is_leader:
+            return None, f"this replica does not lead ({self.leader or 'no replica'} leads)"
+        if not federation.manager.synced.is_set():
+            return None, "informers are syncing"
+        return federation.manager.state, "leading"
+
     def snapshot(self) -> Snapshot:
         ready, why = self.readiness()
         base = Snapshot(
@@ -109,6 +119,11 @@ class ShimSource:
         if not self.controller.synced.is_set():
             return False, "informers are syncing"
         return True, "informers synced"
+
+    def cluster_state(self) -> tuple[ClusterState | None, str]:
+        if not self.controller.synced.is_set():
+            return None, "informers are syncing"
+        return self.controller.state, "synced"
 
     def refresh_metrics(self) -> None:
         if self.controller.synced.is_set():

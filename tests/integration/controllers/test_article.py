@@ -8,15 +8,19 @@ import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
 from e2e.local.cluster import LocalCluster
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
+from manager.controllers.runtime import ClusterController
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from manager.observability.server import ObservabilityServer
+from manager.observability.sources import ShimSource
 from tests.integration.controllers.conftest import StartController
 from tests.integration.controllers.helpers import (
     condition,
@@ -129,10 +133,10 @@ async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
         if resource["name"] == "nvidia.com/gpu":
             resource["nominalQuota"] = 1
     await api.patch(R.CLUSTER_QUEUES, "gpu-cq", {"spec": {"resourceGroups": groups}})
-    await start_controller()
+    running = await start_controller()
     names = ["light-1", "light-2", "light-3"]
     for name in names:
-        await api.create(R.JOBS, seed_job("02-light-job.yaml", new_name=name, delay_ms=1500), NS)
+        await api.create(R.JOBS, seed_job("02-light-job.yaml", new_name=name, delay_ms=4000), NS)
 
     # One runs, two wait, with the reason a person can act on.
     await wait_for(
@@ -147,6 +151,9 @@ async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
         assert "insufficient unused quota for nvidia.com/gpu in flavor rtx-a1000" in message
     table = single_cluster.kubectl("get", "workloads", "-n", NS).stdout
     assert table.count("True") >= 1 and "light-" in table
+
+    # Their place in line, from Kueue's visibility API (#17), as upstream answers it.
+    await pending_positions_as_upstream(running.controller, waiting)
 
     # Each starts only after the previous one finished: never two running at once.
     finished_order: list[str] = []
@@ -218,3 +225,60 @@ async def _states(
         ):
             waiting.append(wl)
     return (admitted, waiting) if len(admitted) == 1 and len(waiting) == 2 else None
+
+
+async def pending_positions_as_upstream(
+    controller: ClusterController, waiting_workloads: list[dict[str, Any]]
+) -> None:
+    """The pending Workloads in line: same priority, so oldest first (then by name, as the
+    timestamps have one-second resolution)."""
+    waiting = [
+        w["metadata"]["name"]
+        for w in sorted(
+            waiting_workloads,
+            key=lambda w: (w["metadata"]["creationTimestamp"], w["metadata"]["name"]),
+        )
+    ]
+    base = "/apis/visibility.kueue.x-k8s.io"
+    async with (
+        ObservabilityServer(ShimSource(controller), "127.0.0.1", 0) as server,
+        aiohttp.ClientSession() as http,
+    ):
+
+        async def get(path: str) -> tuple[int, dict[str, Any]]:
+            async with http.get(f"{server.url}{base}{path}") as response:
+                assert response.headers["Content-Type"].startswith("application/json")
+                return response.status, await response.json()
+
+        for version in ("v1beta1", "v1beta2"):
+            status, body = await get(f"/{version}/clusterqueues/gpu-cq/pendingworkloads")
+            assert status == 200 and body["kind"] == "PendingWorkloadsSummary"
+            assert body["apiVersion"] == f"visibility.kueue.x-k8s.io/{version}"
+            assert [
+                (i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"])
+                for i in body["items"]
+            ] == [(name, n, n) for n, name in enumerate(waiting)]
+            assert {i["localQueueName"] for i in body["items"]} == {"gpu-lq"}
+            assert all(i["metadata"]["namespace"] == NS for i in body["items"])
+        status, body = await get(
+            f"/v1beta1/namespaces/{NS}/localqueues/gpu-lq/pendingworkloads?offset=1"
+        )
+        assert status == 200
+        assert [(i["metadata"]["name"], i["positionInLocalQueue"]) for i in body["items"]] == [
+            (waiting[1], 1)
+        ]
+        status, body = await get("/v1beta1/clusterqueues/nope/pendingworkloads")
+        assert (status, body["reason"], body["details"]["kind"]) == (
+            404,
+            "NotFound",
+            "clusterqueue",
+        )
+        status, body = await get("/v1beta1/clusterqueues/gpu-cq/pendingworkloads?limit=x")
+        assert (status, body["reason"]) == (400, "BadRequest")
+        status, body = await get("/v1beta1")
+        assert [r["name"] for r in body["resources"]] == [
+            "clusterqueues",
+            "clusterqueues/pendingworkloads",
+            "localqueues",
+            "localqueues/pendingworkloads",
+        ]

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from manager.controllers.state import ClusterState
 from manager.federation.runtime import FederationController
 from manager.kube.api import KubeApi
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
@@ -34,6 +35,9 @@ class Source:
 
     def readiness(self) -> tuple[bool, str]:
         return self.ready, "informers synced" if self.ready else "informers are syncing"
+
+    def cluster_state(self) -> tuple[ClusterState | None, str]:
+        return None, "a unit test has no queues"
 
     def refresh_metrics(self) -> None:
         self.refreshed += 1
