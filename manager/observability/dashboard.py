@@ -185,7 +185,8 @@ function workloadRows(workloads) {
        w.cluster_queue ? el("div", {class: "note"}, w.cluster_queue) : null),
     el("td", {class: "nowrap"}, w.flavors.join(", ")),
     el("td", {class: "nowrap"}, w.cluster),
-    el("td", {}, stateBadge(w.state)),
+    el("td", {}, stateBadge(w.state),
+       w.in_line ? el("div", {class: "note nowrap"}, w.in_line) : null),
     el("td", {class: "num nowrap"}, w.age),
     why(w),
   ]);

@@ -25,7 +25,7 @@ from manager.api import federated, quantity
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation import capacity
+from manager.federation import capacity, visibility
 from manager.federation.runtime import FederationController
 from manager.federation.workloadview import (
     FINISHED,
@@ -248,6 +248,11 @@ class WorkloadRow:
     created: float
     reason: str
     placement: Placement | None = None
+    position_in_cluster_queue: int | None = None
+    position_in_local_queue: int | None = None
+    """A pending workload's place in line, from 0, as Kueue's visibility API counts it."""
+    in_line: str = ""
+    """The same for people: "in line: 3rd in gpu-cq, 1st in gpu-lq"."""
 
     def to_json(self, now: float) -> dict[str, Any]:
         data = asdict(self)
@@ -259,7 +264,11 @@ class WorkloadRow:
 
 
 def workload_row(
-    obj: Obj, *, pending_reason: str | None = None, role: Role = "manager"
+    obj: Obj,
+    *,
+    pending_reason: str | None = None,
+    role: Role = "manager",
+    position: tuple[str, int, int] | None = None,
 ) -> WorkloadRow:
     """A Workload as the dashboard lists it; ``pending_reason`` is the core's live answer to
     "why does it wait?" (None when the core has none)."""
@@ -277,7 +286,21 @@ def workload_row(
         created=ws.creation_time(obj),
         reason=why(obj, pending_reason=pending_reason, placement=placement, role=role),
         placement=placement,
+        position_in_cluster_queue=position[1] if position else None,
+        position_in_local_queue=position[2] if position else None,
+        in_line=(
+            f"in line: {ordinal(position[1] + 1)} in {position[0]}, "
+            f"{ordinal(position[2] + 1)} in {spec.get('queueName') or ''}"
+            if position
+            else ""
+        ),
     )
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,12 +323,33 @@ def workload_rows(state: ClusterState, *, role: Role, limit: int = MAX_WORKLOADS
         order.append((current == FINISHED, key))
     order.sort()
     rows = []
+    lines: dict[str, dict[str, tuple[int, int]]] = {}  # ClusterQueue -> its positions
     for _, key in order[:limit]:
         reason = state.core.pending_reason(core.WorkloadKey(key))
+        position = None
+        if reason is not None:
+            cluster_queue = cluster_queue_of_pending(state, cache[key])
+            if cluster_queue not in lines:
+                lines[cluster_queue] = visibility.positions(state, cluster_queue)
+            found = lines[cluster_queue].get(key)
+            position = (cluster_queue, *found) if found else None
         rows.append(
-            workload_row(cache[key], pending_reason=reason.message if reason else None, role=role)
+            workload_row(
+                cache[key],
+                pending_reason=reason.message if reason else None,
+                role=role,
+                position=position,
+            )
         )
     return WorkloadList(rows, len(order), by_state)
+
+
+def cluster_queue_of_pending(state: ClusterState, obj: Obj) -> str:
+    """The ClusterQueue a pending workload waits in: its LocalQueue's."""
+    namespace = (obj.get("metadata") or {}).get("namespace", "")
+    queue = (obj.get("spec") or {}).get("queueName") or ""
+    lq = state.local_queues.get(f"{namespace}/{queue}") or {}
+    return str((lq.get("spec") or {}).get("clusterQueue") or "")
 
 
 # -- worker clusters ------------------------------------------------------------------------

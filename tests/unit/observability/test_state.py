@@ -338,3 +338,39 @@ def test_a_quota_the_apiserver_should_have_refused_counts_as_zero() -> None:
     obj = cluster_queue_obj()
     obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "lots"
     assert queue_row(obj, None).quotas[0].nominal == 0
+
+
+def test_pending_workloads_show_their_place_in_line() -> None:
+    state = ClusterState(cast(KubeApi, None))
+    state.core.upsert_flavor(make_flavor("rtx-a1000"))
+    state.core.upsert_cluster_queue(
+        make_cluster_queue("gpu-cq")
+        .resource_group(make_flavor_quotas("rtx-a1000").resource("nvidia.com/gpu", 0).obj())
+        .obj()
+    )
+    state.core.upsert_local_queue(make_local_queue("gpu-lq", "ml-jobs", "gpu-cq"))
+    state.local_queues.cache["ml-jobs/gpu-lq"] = {
+        "metadata": {"name": "gpu-lq", "namespace": "ml-jobs"},
+        "spec": {"clusterQueue": "gpu-cq"},
+    }
+    state.cluster_queues.cache["gpu-cq"] = {"metadata": {"name": "gpu-cq"}, "spec": {}}
+    for name, priority, at in (("low", 0, 1.0), ("high", 10, 2.0), ("later", 0, 3.0)):
+        state.core.add_workload(
+            make_workload(name, "ml-jobs")
+            .queue("gpu-lq")
+            .priority(priority)
+            .created(at)
+            .request("nvidia.com/gpu", 1)
+            .obj()
+        )
+        wl = workload()
+        wl["metadata"]["name"] = name
+        wl["spec"]["priority"] = priority
+        state.workloads.cache[f"ml-jobs/{name}"] = wl
+    rows = {r.name: r for r in workload_rows(state, role="manager").rows}
+    assert {n: (r.position_in_cluster_queue, r.in_line) for n, r in rows.items()} == {
+        "high": (0, "in line: 1st in gpu-cq, 1st in gpu-lq"),
+        "low": (1, "in line: 2nd in gpu-cq, 2nd in gpu-lq"),
+        "later": (2, "in line: 3rd in gpu-cq, 3rd in gpu-lq"),
+    }
+    assert rows["high"].to_json(now=0)["position_in_local_queue"] == 0
