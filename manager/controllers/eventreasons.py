@@ -186,7 +186,8 @@ def cluster_condition_changed(
     reason: str,
     message: str,
 ) -> None:
-    """A worker connected, was lost, recovered, or had its kubeconfig refused."""
+    """A worker connected, was lost (or never reached), recovered, or had its kubeconfig
+    refused. The message is the condition's: no credential is ever in it."""
     if active:
         events.normal(
             cluster,
@@ -194,8 +195,7 @@ def cluster_condition_changed(
             message,
         )
     elif reason == C.REASON_CLIENT_CONNECTION_FAILED:
-        if was_active:
-            events.warning(cluster, "ClusterLost", message)
+        events.warning(cluster, "ClusterLost" if was_active else "ClusterUnreachable", message)
     else:
         events.warning(cluster, "ClusterRefused", f"{reason}: {message}")
 

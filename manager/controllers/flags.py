@@ -45,7 +45,7 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=d.event_qps,
         help="Kubernetes Events written per second at most, after a burst of --event-burst, "
-        "for Normal Events and for Warnings each (0: none)",
+        "for routine Events and for alerts (Warnings other than Pending) each (0: none)",
     )
     parser.add_argument("--event-burst", type=int, default=d.event_burst, help="see --event-qps")
 

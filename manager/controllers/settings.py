@@ -51,7 +51,7 @@ class ControllerSettings:
     event_qps: float = 10.0
     event_burst: int = 100
     """Kubernetes Events written per second by this process at most, after a burst, for
-    Normal Events and for Warnings each (on top of client-go's per-object spam filter; see
+    routine Events and for alerts each (on top of client-go's per-object spam filter; see
     kube/events.py). Events inform people and must never crowd out the writes admissions
     depend on: unlimited, a federated workload would cost about six Event writes on the
     manager alone, more than all its other writes. At 10/s a burst of 1,000 Jobs spends

@@ -55,6 +55,22 @@ class ClusterEntry:
     def active(self) -> bool:
         return self.remote is not None and self.remote.connected
 
+    @property
+    def settled(self) -> bool:
+        """Its state is a fact worth an Event: connected, refused, or a connection that
+        failed (not one still being made)."""
+        if self.rejected is not None:
+            return True
+        remote = self.remote
+        if remote is None:
+            return False
+        state = remote.state
+        return (
+            state.connected
+            or state.lost_since is not None
+            or state.reason != C.REASON_CLIENT_CONNECTION_FAILED  # refused by the worker check
+        )
+
     def condition(self) -> tuple[bool, str, str]:
         if self.rejected is not None:
             return False, *self.rejected
@@ -331,7 +347,7 @@ class ClusterRegistry:
                     subresource="status",
                 )
                 self.mk_clusters.remember_written(name, obj, written)
-                if (was_active, reason_before) != (status, reason):
+                if (was_active, reason_before) != (status, reason) and entry.settled:
                     told.cluster_condition_changed(
                         self.events,
                         written,

@@ -13,9 +13,10 @@ goes through the same three steps as client-go's correlator (tools/record/events
 3. **Spam filter**, per object and source: a token bucket of 25 that refills one token every
    five minutes. An object that keeps producing Events is quietly capped.
 
-kfed adds a **global rate limit** (a token bucket for the whole process, one for Normal
-Events and one for Warnings, so that routine Events never crowd out a Warning), so that a
-burst of a thousand jobs costs the API server a bounded number of Event writes per second
+kfed adds a **global rate limit** (a token bucket for the whole process, one for routine
+Events, Normal ones and the ``Pending`` Warnings a backlog brings, and one for alerts, the
+other Warnings, so that a flood of routine Events never hides a Failover), so that a burst
+of a thousand jobs costs the API server a bounded number of Event writes per second
 whatever the per-object limits allow. ``record`` never waits: it correlates, takes a token, and puts
 the write on a bounded queue that ``run`` drains; whatever cannot be written (no token, a
 full queue, an API error) is dropped and counted, since an Event informs and must never
@@ -69,8 +70,12 @@ class EventSettings:
     forgotten first (client-go's maxLruCacheEntries)."""
     global_qps: float = 10.0
     global_burst: int = 100
-    """Event writes per second for the whole process, after a burst, for Normal Events and
-    for Warnings each (ControllerSettings says why these defaults)."""
+    """Event writes per second for the whole process, after a burst, for routine Events
+    and for alerts each (ControllerSettings says why these defaults)."""
+    routine_warnings: frozenset[str] = frozenset({"Pending"})
+    """Warnings that come in floods as a matter of course (a backlog's "why it waits") and
+    so share the routine budget: they must never use up the one a Failover or a lost
+    worker is told from."""
     queue_size: int = 1000
     write_concurrency: int = 4
     """Writers at once. Each Event's writes go to one writer, in order (as client-go's one
@@ -198,11 +203,10 @@ class EventRecorder:
         self._spam: _Lru[tuple[str, ...], TokenBucket] = _Lru(size)
         self._similar: _Lru[tuple[str, ...], _Similar] = _Lru(size)
         self._written: _Lru[tuple[str, ...], _Written] = _Lru(size)
-        # One budget per type: a flood of routine Normal Events never starves a Warning.
-        self._budgets: dict[EventType, TokenBucket] = {
-            kind: TokenBucket(self.settings.global_qps, self.settings.global_burst, clock())
-            for kind in ("Normal", "Warning")
-        }
+        # Two budgets: routine Events (Normal ones, and Warnings that come by the thousand
+        # with a backlog) never use up the one alerts are written from.
+        self._routine = TokenBucket(self.settings.global_qps, self.settings.global_burst, clock())
+        self._alerts = TokenBucket(self.settings.global_qps, self.settings.global_burst, clock())
         writers = max(1, self.settings.write_concurrency)
         self._queues: list[asyncio.Queue[EventWrite]] = [
             asyncio.Queue(max(1, self.settings.queue_size // writers)) for _ in range(writers)
@@ -227,7 +231,8 @@ class EventRecorder:
         write = self.correlate(reference(obj), type_, reason, message[:MESSAGE_LIMIT])
         if write is None:
             return
-        if not self._budgets[type_].take(self._clock()):
+        routine = type_ == "Normal" or reason in self.settings.routine_warnings
+        if not (self._routine if routine else self._alerts).take(self._clock()):
             self._drop("rate")
             return
         try:

@@ -278,6 +278,23 @@ async def test_d_drain_moves_work_away_and_uncordon_restores(article_bed: Bed) -
         )
         wl = await wait_for(lambda: placed(api, "new"), timeout=60, what="placed after uncordon")
         assert ws.status_of(wl)["clusterName"] == first
+
+        # The Events tell it (#20): the worker's maintenance, and the move, as Normal
+        # Events (a drain is planned, not a fault).
+        await wait_for_story(api, "default", "MultiKueueCluster", first, ["Draining", "Uncordoned"])
+        long = await placed(api, "long")
+        assert long is not None
+        story = await wait_for_story(
+            api,
+            NS,
+            "Workload",
+            long["metadata"]["name"],
+            ["Dispatched", "Failover", "Dispatched"],
+            component="kfed-manager",
+        )
+        failover = next(t for t in story if t.reason == "Failover")
+        assert failover.type == "Normal"
+        assert failover.message.startswith(f'Leaving "{first}" (drain)'), failover
     finally:
         await api.patch(
             R.MULTIKUEUE_CLUSTERS,

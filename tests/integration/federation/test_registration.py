@@ -27,6 +27,8 @@ from manager.federation.remote import REASON_SAME_CLUSTER
 from manager.federation.settings import FederationSettings
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from manager.kube.events import EventRecorder
+from tests.integration.eventlog import wait_for_story
 
 
 def good(lite: LocalFederation) -> dict[str, Any]:
@@ -131,7 +133,9 @@ async def test_f_each_broken_kubeconfig_has_its_reason_and_the_rest_keep_working
             namespace=ns, request_timeout=2.0, reconnect_initial=0.2, reconnect_max=1.0
         ),
     )
+    registry.events = EventRecorder(api, component="kfed-manager")
     task = asyncio.create_task(registry.run())
+    events_task = asyncio.create_task(registry.events.run())
     try:
 
         async def reasons() -> dict[str, tuple[str, str]] | None:
@@ -171,7 +175,25 @@ async def test_f_each_broken_kubeconfig_has_its_reason_and_the_rest_keep_working
             return conditions.is_true(obj, C.ACTIVE)
 
         await wait_for(recovered, timeout=60, what="Active=True once the Secret is fixed")
+
+        # Each worker's fate is an Event on its MultiKueueCluster (#20), with no secret in it.
+        expected = {
+            "exec": ("Warning", "ClusterRefused"),
+            "unreachable": ("Warning", "ClusterUnreachable"),
+            "healthy": ("Normal", "ClusterConnected"),
+            "skip-tls": ("Normal", "ClusterRecovered"),
+        }
+        for name, (kind, reason) in expected.items():
+            story = await wait_for_story(
+                api, "default", "MultiKueueCluster", f"{name}-{unique}", [reason]
+            )
+            assert next(t for t in story if t.reason == reason).type == kind
+        listed = await api.list(R.EVENTS, "default")
+        assert "s3cret" not in json.dumps(listed["items"])
     finally:
+        events_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await events_task
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

@@ -177,10 +177,19 @@ def test_a_worker_s_condition_changes_tell_lost_recovered_and_refused() -> None:
         reason=C.REASON_BAD_KUBECONFIG,
         message="exec plugins are not allowed",
     )
+    told.cluster_condition_changed(
+        rec,
+        cluster,
+        was_active=None,
+        active=False,
+        reason=C.REASON_CLIENT_CONNECTION_FAILED,
+        message="Connection to worker lost: refused",
+    )
     assert [(t, r) for _, t, r, _ in rec.told] == [
         ("Normal", "ClusterConnected"),
         ("Warning", "ClusterLost"),
         ("Normal", "ClusterRecovered"),
         ("Warning", "ClusterRefused"),
+        ("Warning", "ClusterUnreachable"),
     ]
-    assert rec.told[-1][3] == f"{C.REASON_BAD_KUBECONFIG}: exec plugins are not allowed"
+    assert rec.told[3][3] == f"{C.REASON_BAD_KUBECONFIG}: exec plugins are not allowed"
