@@ -204,6 +204,38 @@ class ClusterQueueSpec(KubeModel):
     """``Hold`` stops admitting; ``HoldAndDrain`` also evicts the admitted workloads."""
     fair_sharing: FairSharing | None = None
     """This queue's weight when fair sharing is enabled."""
+    admission_scope: AdmissionScope | None = None
+    """Admission fair sharing between its LocalQueues. Stored, not acted on: kfed admits
+    in queue order (its ClusterQueue status says so while it is set)."""
+    concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
+    """Concurrent admission (flavor migration). Stored, not acted on."""
+
+
+class AdmissionMode(StrEnum):
+    USAGE_BASED = "UsageBasedAdmissionFairSharing"
+    NONE = "NoAdmissionFairSharing"
+
+
+class AdmissionScope(KubeModel):
+    admission_mode: AdmissionMode
+
+
+class MigrationMode(StrEnum):
+    TRY_PREFERRED_FLAVORS = "TryPreferredFlavors"
+    RETAIN_FIRST_ADMISSION = "RetainFirstAdmission"
+
+
+class MigrationConstraints(KubeModel):
+    last_acceptable_flavor_name: DNSSubdomain | None = None
+
+
+class Migration(KubeModel):
+    mode: Annotated[MigrationMode, Field(max_length=253)]
+    constraints: MigrationConstraints | None = None
+
+
+class ConcurrentAdmissionPolicy(KubeModel):
+    migration: Migration
 
 
 class ClusterQueueStatus(KubeModel):

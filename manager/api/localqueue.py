@@ -8,7 +8,8 @@ from pydantic import Field
 
 from manager.api.clusterqueue import StopPolicy
 from manager.api.constants import GROUP, VERSION
-from manager.api.meta import Conditions, KubeModel, KubeObject, PrinterColumn, ResourceInfo
+from manager.api.meta import Conditions, KubeModel, KubeObject, PrinterColumn, ResourceInfo, Time
+from manager.api.pod import ResourceList
 from manager.api.quota import FairSharing, FairSharingStatus, LocalQueueFlavorUsages
 from manager.api.schema import DNSSubdomain, Int32, K8s, Rule
 
@@ -42,8 +43,19 @@ class LocalQueueStatus(KubeModel):
     """Quota reserved by this queue's workloads, per flavor and resource."""
     flavors_usage: LocalQueueFlavorUsages = Field(default_factory=list)
     """Quota used by this queue's admitted workloads, per flavor and resource."""
-    fair_sharing: FairSharingStatus | None = None
+    fair_sharing: LocalQueueFairSharingStatus | None = None
     """The queue's current share when fair sharing is enabled."""
+
+
+class AdmissionFairSharingStatus(KubeModel):
+    """Upstream's admission fair sharing usage of a LocalQueue. Stored, not written."""
+
+    consumed_resources: ResourceList
+    last_update: Time
+
+
+class LocalQueueFairSharingStatus(FairSharingStatus):
+    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
 
 
 class LocalQueue(KubeObject):

@@ -38,6 +38,13 @@ class MultiKueueConfigSpec(KubeModel):
     ]
     """MultiKueueCluster names, in order of preference (the order matters for
     incremental dispatch)."""
+    quota_management: QuotaManagement | None = None
+    """``Manual`` (what kfed does) or upstream's alpha ``Automated``. Stored, not acted on."""
+
+
+class QuotaManagement(StrEnum):
+    MANUAL = "Manual"
+    AUTOMATED = "Automated"
 
 
 class MultiKueueConfig(KubeObject):

@@ -9,7 +9,7 @@ from pydantic import Field
 from manager.api.constants import GROUP, VERSION
 from manager.api.meta import KubeModel, KubeObject, ResourceInfo
 from manager.api.pod import Taint, Toleration
-from manager.api.schema import K8s, Rule
+from manager.api.schema import DNSSubdomain, K8s, Rule
 
 _TOLERATION_RULES = (
     Rule(
@@ -66,6 +66,9 @@ class ResourceFlavorSpec(KubeModel):
         list[Toleration], Field(max_length=8), K8s(list_type="atomic", rules=_TOLERATION_RULES)
     ] = Field(default_factory=list)
     """Tolerations that admission adds to the pods of workloads given this flavor."""
+    topology_name: DNSSubdomain | None = None
+    """The Topology of the flavor's nodes (topology-aware scheduling). Stored, not acted
+    on."""
 
 
 class ResourceFlavor(KubeObject):

@@ -26,6 +26,7 @@ from manager.api.schema import (
     Rule,
     model_extra,
 )
+from manager.api.topology import DelayedTopologyRequest, TopologyAssignment, TopologyRequest
 
 _QUOTA_RESERVED = (
     "has({0}.status) && has({0}.status.conditions)"
@@ -54,6 +55,8 @@ class PodSet(KubeModel):
     """How many pods of this template run."""
     min_count: Annotated[NonNegativeInt32, Field(ge=1)] | None = None
     """With partial admission: the fewest pods the job can run with."""
+    topology_request: TopologyRequest | None = None
+    """How the pods should be placed across a topology. Stored, not acted on."""
 
 
 class PriorityClassGroup(StrEnum):
@@ -119,6 +122,18 @@ class WorkloadSpec(KubeModel):
     """Higher is admitted first and may preempt lower."""
     active: bool = True
     """false deactivates the workload: it is evicted and never admitted until reactivated."""
+    maximum_execution_time_seconds: Annotated[Int32, Field(ge=1)] | None = None
+    """How long the workload may run once admitted. Stored, not enforced."""
+    preemption_gates: Annotated[
+        list[PreemptionGate], Field(max_length=8), K8s(list_type="map", list_map_keys=("name",))
+    ] = Field(default_factory=list)
+    """Gates that hold preemptions back (orchestrated preemption). Stored, not acted on."""
+
+
+class PreemptionGate(KubeModel):
+    """A gate on a workload's preemptions."""
+
+    name: Annotated[str, Field(min_length=1, max_length=63)]
 
 
 class PodSetAssignment(KubeModel):
@@ -132,6 +147,10 @@ class PodSetAssignment(KubeModel):
     """The quota used, per resource: requests times count."""
     count: NonNegativeInt32 | None = None
     """The number of pods admitted (less than the pod set's count with partial admission)."""
+    topology_assignment: TopologyAssignment | None = None
+    """Where the pods go in the topology (upstream's TAS writes it). Stored, not acted on."""
+    delayed_topology_request: DelayedTopologyRequest | None = None
+    """Whether a topology assignment is still to come. Stored, not acted on."""
 
 
 class Admission(KubeModel):
@@ -179,6 +198,10 @@ class AdmissionCheckState(KubeModel):
         Field(default_factory=list)
     )
     """Changes the check asks for in the pods once admitted."""
+    requeue_after_seconds: NonNegativeInt32 | None = None
+    """When a check in Retry may be tried again (ProvisioningRequest checks). Stored."""
+    retry_count: NonNegativeInt32 | None = None
+    """How many times the check was retried (ProvisioningRequest checks). Stored."""
 
 
 class RequeueState(KubeModel):
@@ -245,6 +268,58 @@ class WorkloadStatus(KubeModel):
     """Worker clusters the workload is being offered to (MultiKueue)."""
     cluster_name: Annotated[str, Field(max_length=256)] | None = None
     """The worker cluster that admitted the workload (MultiKueue)."""
+    accumulated_past_execution_time_seconds: Int32 | None = None
+    """Time run in earlier admissions (execution time limits). Stored, not acted on."""
+    preemption_gates: Annotated[
+        list[PreemptionGateState],
+        Field(max_length=8),
+        K8s(list_type="map", list_map_keys=("name",)),
+    ] = Field(default_factory=list)
+    """Each preemption gate's position. Stored, not acted on."""
+    resource_requests: Annotated[
+        list[PodSetRequest], Field(max_length=18), K8s(list_type="map", list_map_keys=("name",))
+    ] = Field(default_factory=list)
+    """A pending workload's requests per pod set (upstream publishes them). Stored."""
+    scheduling_stats: SchedulingStats | None = None
+    """Evictions by reason (upstream keeps them). Stored, not written by kfed."""
+    unhealthy_nodes: Annotated[
+        list[UnhealthyNode], Field(max_length=8), K8s(list_type="map", list_map_keys=("name",))
+    ] = Field(default_factory=list)
+    """Nodes to replace (topology-aware node replacement). Stored, not acted on."""
+
+
+class GatePosition(StrEnum):
+    CLOSED = "Closed"
+    OPEN = "Open"
+
+
+class PreemptionGateState(KubeModel):
+    name: Annotated[str, Field(min_length=1, max_length=63)]
+    position: GatePosition
+    last_transition_time: Time
+
+
+class PodSetRequest(KubeModel):
+    name: PodSetName
+    resources: ResourceList = Field(default_factory=dict)
+
+
+class EvictionCount(KubeModel):
+    reason: Annotated[str, Field(max_length=316)]
+    underlying_cause: Annotated[str, Field(max_length=316)]
+    count: NonNegativeInt32
+
+
+class SchedulingStats(KubeModel):
+    evictions: Annotated[
+        list[EvictionCount],
+        Field(max_length=256),
+        K8s(list_type="map", list_map_keys=("reason", "underlyingCause")),
+    ] = Field(default_factory=list)
+
+
+class UnhealthyNode(KubeModel):
+    name: Annotated[str, Field(max_length=63)]
 
 
 class Workload(KubeObject):

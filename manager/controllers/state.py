@@ -22,7 +22,7 @@ from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
-from manager.controllers import convert
+from manager.controllers import convert, ignored
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
@@ -77,6 +77,7 @@ class ClusterState:
         self.cluster_queues.subscribe(
             self._feed(ClusterQueue, self._cluster_queue_to_core, "cluster_queue")
         )
+        self.cluster_queues.subscribe(self._tell_ignored_fields)
         self.admission_checks.subscribe(self._on_admission_check)
         self.local_queues.subscribe(self._feed(LocalQueue, convert.local_queue, "local_queue"))
         self.cohorts.subscribe(self._feed(Cohort, convert.cohort, "cohort"))
@@ -138,6 +139,16 @@ class ClusterState:
             self.kick()
 
         return handle
+
+    def _tell_ignored_fields(self, event: Event) -> None:
+        """Once per ClusterQueue (and again if those fields change): what kfed ignores."""
+        if event.type == "DELETED":
+            return
+        notes = ignored.cluster_queue_notes(event.obj)
+        if event.old is not None and ignored.cluster_queue_notes(event.old) == notes:
+            return
+        for reason, message in notes:
+            self.events.warning(event.obj, reason, message)
 
     def _cluster_queue_to_core(self, cq: ClusterQueue) -> core.ClusterQueue:
         return dataclasses.replace(

@@ -19,7 +19,7 @@ import pydantic
 from manager import core
 from manager.api import constants as C
 from manager.api.workload import Workload
-from manager.controllers import convert, spans
+from manager.controllers import convert, ignored, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import AdmissionLoop, queued_since
@@ -64,6 +64,9 @@ class WorkloadController:
         state.job_kinds.subscribe(self._on_job)
 
     def _on_event(self, event: Event) -> None:
+        if event.type == "ADDED":
+            for reason, message in ignored.workload_notes(event.obj):
+                self.state.events.warning(event.obj, reason, message)
         self.queue.add(event.key)
 
     def _on_job(self, kind: JobKind, event: Event) -> None:
