@@ -10,12 +10,25 @@ product, the demo, the Makefile, every other test) reads only the checkout.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BESIDE = REPO.parent / "shared"
 UPSTREAM_CRDS = BESIDE / "reference" / "upstream-crds-v0.19.2"
 """Upstream Kueue v0.19.2's generated CRDs, the yardstick of the conformance test."""
+UPSTREAM_MODULE_CRDS = (
+    Path(os.environ.get("GOMODCACHE") or Path.home() / "go" / "pkg" / "mod")
+    / "sigs.k8s.io"
+    / "kueue@v0.17.0"
+    / "config"
+    / "components"
+    / "crd"
+    / "bases"
+)
+"""Upstream Kueue v0.17.0's CRDs in the Go module cache, there once `make
+bench-scheduler-upstream` (or an interop build) downloaded the module: the yardstick for
+the kinds the v0.19.2 copy lacks (Topology, ProvisioningRequestConfig)."""
 ARTICLE_SEED = BESIDE / "seed" / "examples"
 """The article's manifests as published, which ``examples/article/`` must mean exactly."""
 

@@ -14,6 +14,7 @@ from manager.api.meta import KubeObject
 from manager.api.multikueue import MultiKueueCluster, MultiKueueConfig
 from manager.api.priorityclass import WorkloadPriorityClass
 from manager.api.resourceflavor import ResourceFlavor
+from manager.api.tasprovisioning import ProvisioningRequestConfig, Topology
 from manager.api.workload import Workload
 
 KUEUE_KINDS: tuple[type[KubeObject], ...] = (
@@ -23,7 +24,9 @@ KUEUE_KINDS: tuple[type[KubeObject], ...] = (
     LocalQueue,
     MultiKueueCluster,
     MultiKueueConfig,
+    ProvisioningRequestConfig,
     ResourceFlavor,
+    Topology,
     WorkloadPriorityClass,
     Workload,
 )

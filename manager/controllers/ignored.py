@@ -70,3 +70,16 @@ def cluster_queue_notes(cq: Obj) -> list[tuple[str, str]]:
             )
         )
     return notes
+
+
+def flavor_notes(flavor: Obj) -> list[tuple[str, str]]:
+    topology = (flavor.get("spec") or {}).get("topologyName")
+    if not topology:
+        return []
+    return [
+        (
+            "TopologyIgnored",
+            f"spec.topologyName ({topology}) asks for topology-aware scheduling, which kfed "
+            "does not do: workloads given this flavor go wherever its node labels allow",
+        )
+    ]

@@ -77,7 +77,8 @@ class ClusterState:
         self.cluster_queues.subscribe(
             self._feed(ClusterQueue, self._cluster_queue_to_core, "cluster_queue")
         )
-        self.cluster_queues.subscribe(self._tell_ignored_fields)
+        self.cluster_queues.subscribe(self._tell_ignored(ignored.cluster_queue_notes))
+        self.flavors.subscribe(self._tell_ignored(ignored.flavor_notes))
         self.admission_checks.subscribe(self._on_admission_check)
         self.local_queues.subscribe(self._feed(LocalQueue, convert.local_queue, "local_queue"))
         self.cohorts.subscribe(self._feed(Cohort, convert.cohort, "cohort"))
@@ -140,15 +141,22 @@ class ClusterState:
 
         return handle
 
-    def _tell_ignored_fields(self, event: Event) -> None:
-        """Once per ClusterQueue (and again if those fields change): what kfed ignores."""
-        if event.type == "DELETED":
-            return
-        notes = ignored.cluster_queue_notes(event.obj)
-        if event.old is not None and ignored.cluster_queue_notes(event.old) == notes:
-            return
-        for reason, message in notes:
-            self.events.warning(event.obj, reason, message)
+    def _tell_ignored(
+        self, notes_of: Callable[[Obj], list[tuple[str, str]]]
+    ) -> Callable[[Event], None]:
+        """A handler telling, once per object (and again if those fields change), the
+        fields of it kfed stores but ignores (``ignored.py``)."""
+
+        def tell(event: Event) -> None:
+            if event.type == "DELETED":
+                return
+            notes = notes_of(event.obj)
+            if event.old is not None and notes_of(event.old) == notes:
+                return
+            for reason, message in notes:
+                self.events.warning(event.obj, reason, message)
+
+        return tell
 
     def _cluster_queue_to_core(self, cq: ClusterQueue) -> core.ClusterQueue:
         return dataclasses.replace(

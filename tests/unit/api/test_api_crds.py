@@ -112,13 +112,13 @@ def test_cli_writes_then_checks(tmp_path: Path) -> None:
     assert runner.invoke(main, ["crds", "--output", str(out), "--check"]).exit_code == 0
 
     (out / "kueue.x-k8s.io_clusterqueues.yaml").write_text("# edited by hand\n")
-    (out / "kueue.x-k8s.io_topologies.yaml").write_text("# no longer generated\n")
+    (out / "kueue.x-k8s.io_retired.yaml").write_text("# no longer generated\n")
     (out / "kueue.x-k8s.io_workloads.yaml").unlink()
     checked = runner.invoke(main, ["crds", "--output", str(out), "--check"])
     assert checked.exit_code == 1
     assert "clusterqueues.yaml: differs" in checked.output
     assert "workloads.yaml: missing" in checked.output
-    assert "topologies.yaml: no longer generated" in checked.output
+    assert "retired.yaml: no longer generated" in checked.output
 
     assert runner.invoke(main, ["crds", "--output", str(out)]).exit_code == 0
     assert runner.invoke(main, ["crds", "--output", str(out), "--check"]).exit_code == 0

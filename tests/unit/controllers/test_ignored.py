@@ -67,3 +67,9 @@ def test_a_cluster_queue_s_admission_fair_sharing_and_concurrent_admission_are_t
     cq["spec"]["admissionScope"]["admissionMode"] = "NoAdmissionFairSharing"
     del cq["spec"]["concurrentAdmissionPolicy"]
     assert ignored.cluster_queue_notes(cq) == []
+
+
+def test_a_flavor_s_topology_is_told() -> None:
+    flavor = {"metadata": {"name": "h100"}, "spec": {"topologyName": "default"}}
+    assert [r for r, _ in ignored.flavor_notes(flavor)] == ["TopologyIgnored"]
+    assert ignored.flavor_notes({"metadata": {"name": "h100"}, "spec": {}}) == []
