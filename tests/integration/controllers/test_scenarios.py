@@ -162,7 +162,7 @@ async def test_higher_priority_job_preempts_and_victim_runs_again(
     preemptor = await wait_for_story(
         api, ns, "Workload", urgent["metadata"]["name"], ["PreemptedWorkload", "QuotaReserved"]
     )
-    assert preemptor[0].message.startswith(
+    assert next(t for t in preemptor if t.reason == "PreemptedWorkload").message.startswith(
         f"Preempted workload {ns}/{done['metadata']['name']} (UID: {done['metadata']['uid']}) "
         f"in ClusterQueue p-{unique}; preemptor effective priority: 1000"
     )
