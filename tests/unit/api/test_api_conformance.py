@@ -31,6 +31,10 @@ REPO = Path(__file__).resolve().parents[3]
 UPSTREAM = references.UPSTREAM_CRDS
 API_DOC = REPO / "docs" / "api.md"
 
+NOT_IN_THE_REFERENCE_COPY = frozenset({"Topology", "ProvisioningRequestConfig"})
+"""Kinds the v0.19.2 copy beside the checkout lacks. Only these are compared with v0.17.0's
+CRDs: the other kinds have fields added after v0.17.0 (concurrentAdmissionPolicy...)."""
+
 KINDS = pytest.mark.parametrize("kind", KUEUE_KINDS, ids=lambda k: k.__name__)
 
 
@@ -57,7 +61,7 @@ def _shape(node: dict[str, Any]) -> dict[str, Any]:
 
 def _upstream(kind: type[KubeObject]) -> dict[str, dict[str, Any]]:
     path = UPSTREAM / crdgen.file_name(kind)
-    if not path.exists():  # kinds the v0.19.2 copy lacks: v0.17.0's, from the module cache
+    if kind.resource.kind in NOT_IN_THE_REFERENCE_COPY:  # v0.17.0's, from the module cache
         path = references.UPSTREAM_MODULE_CRDS / crdgen.file_name(kind)
     if reason := references.missing(path, "upstream's reference CRD"):
         pytest.skip(reason)
