@@ -21,12 +21,14 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	touch $@
 
-## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok and the
-## workers' operators (jobset, trainer, kuberay), once; the two scripts run in parallel
+## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok, the
+## workers' operators (jobset, trainer, kuberay) and upstream Kueue (the interop tests), once;
+## the three scripts run in parallel
 binaries:
 	@bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
 	bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
-	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; \
+	bash e2e/binaries/build-kueue.sh kueue >/dev/null & kueue=$$!; \
+	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; wait $$kueue || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries: a build failed (see above)" >&2; exit 1; }
 
 ## browser: Debian's chromium, for the dashboard test (headless)
@@ -61,7 +63,7 @@ bench-scheduler: $(STAMP) binaries
 ## bench-scheduler-upstream: upstream Kueue's own harness (minimalkueue, built from sigs.k8s.io/kueue)
 ## on the same kube-apiserver and etcd, ~8 min; BENCH_ARGS="--compare" runs kfed's first and prints ratios
 bench-scheduler-upstream: $(STAMP) binaries
-	@bash e2e/binaries/build-kueue-harness.sh >/dev/null
+	@bash e2e/binaries/build-kueue.sh harness >/dev/null
 	$(BIN)/python -m e2e.bench.scheduler.upstream $(BENCH_ARGS)
 
 ## bench-apiserver: the raw create / status-patch rate of one local kube-apiserver

@@ -15,7 +15,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = _HERE / "build.sh"
 OPERATORS_BUILD_SCRIPT = _HERE / "build-operators.sh"
-KUEUE_HARNESS_BUILD_SCRIPT = _HERE / "build-kueue-harness.sh"
+KUEUE_BUILD_SCRIPT = _HERE / "build-kueue.sh"
 VERSIONS_FILE = _HERE / "versions.env"
 
 
@@ -105,16 +105,31 @@ def operator_path(name: str) -> Path:
     return operator_dir(name) / OPERATOR_BINARIES[name][1]
 
 
-def kueue_harness_dir() -> Path:
-    """Directory of upstream Kueue's scheduler-performance harness (minimalkueue, the runner,
-    src/ the module copy it runs in); raises BinariesMissing when it has not been built yet."""
-    directory = cache_dir() / "bin" / f"kueue-harness-v{_pins()['KUEUE_HARNESS_VERSION']}"
-    if not (directory / ".done").exists():
+# What build-kueue.sh builds per target, in bin/kueue-v<version>/ beside src/ (the module).
+KUEUE_TARGETS: dict[str, tuple[str, ...]] = {
+    "kueue": ("kueue",),
+    "harness": ("minimalkueue", "performance-scheduler-runner"),
+}
+
+
+def kueue_dir(target: str = "kueue") -> Path:
+    """Directory of upstream Kueue built by build-kueue.sh: ``kueue`` (cmd/kueue, for the
+    interop tests) or ``harness`` (minimalkueue and the scheduler-performance runner), beside
+    src/, the module copy (its CRDs, webhook manifests and the harness's configs); raises
+    BinariesMissing when that target has not been built yet."""
+    if target not in KUEUE_TARGETS:
+        raise KeyError(f"no kueue target {target!r}; known: {', '.join(KUEUE_TARGETS)}")
+    directory = cache_dir() / "bin" / f"kueue-v{_pins()['KUEUE_VERSION']}"
+    if not (directory / f".{target}-done").exists():
         raise BinariesMissing(
-            f"upstream Kueue's harness is not built in {directory}: run "
-            f"`bash {KUEUE_HARNESS_BUILD_SCRIPT}` (or `make bench-scheduler-upstream`) first"
+            f"upstream Kueue's {', '.join(KUEUE_TARGETS[target])} not built in {directory}: "
+            f"run `bash {KUEUE_BUILD_SCRIPT} {target}` first"
         )
     return directory
+
+
+def kueue_version() -> str:
+    return _pins()["KUEUE_VERSION"]
 
 
 def ensure_built() -> None:

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by build.sh and build-operators.sh (sourced): messages, the Go check and the error
+# Shared by build.sh, build-operators.sh and build-kueue.sh (sourced): messages, the Go check and the error
 # for a module the proxy does not serve. The sourcing script sets build_tag (its messages'
 # prefix) first.
 

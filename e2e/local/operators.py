@@ -121,14 +121,20 @@ def webhook_configurations(
 
 
 def install_crds(cluster: LocalCluster, names: Iterable[str]) -> None:
-    """Apply the operators' CRDs (server-side: they are up to 1.3 MB, too big for the
+    """Apply the operators' CRDs and wait until they are Established. Idempotent."""
+    apply_crd_directories(cluster, [binaries.operator_dir(n) / "crds" for n in check_names(names)])
+
+
+def apply_crd_directories(
+    cluster: LocalCluster, dirs: list[Path], *, field_manager: str = FIELD_MANAGER
+) -> None:
+    """Apply every CRD file of ``dirs`` (server-side: they are up to 1.3 MB, too big for the
     last-applied annotation) and wait until they are Established. Idempotent."""
-    dirs = [binaries.operator_dir(n) / "crds" for n in check_names(names)]
     if not dirs:
         return
     files = [arg for d in dirs for arg in ("-f", str(d))]
     cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", *files
+        "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}", *files
     )
     # By name, not -f: kubectl would parse the megabytes of YAML again.
     crds = [crd_name(f) for d in dirs for f in sorted(d.glob("*.yaml"))]
@@ -142,7 +148,7 @@ def install_crds(cluster: LocalCluster, names: Iterable[str]) -> None:
     wait_for_sync(
         established,
         timeout=90,
-        what=f"{cluster.name}: operator CRDs Established",
+        what=f"{cluster.name}: CRDs of {', '.join(d.parent.name for d in dirs)} Established",
         interval=0.5,
         ignore=(KubectlError,),
     )

@@ -76,5 +76,5 @@ class AdmissionCheck(KubeObject):
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["AdmissionCheck"] = "AdmissionCheck"
-    spec: AdmissionCheckSpec
+    spec: Annotated[AdmissionCheckSpec, K8s(optional_in_schema=True)]
     status: AdmissionCheckStatus | None = None

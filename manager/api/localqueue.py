@@ -20,6 +20,7 @@ class LocalQueueSpec(KubeModel):
     cluster_queue: Annotated[
         DNSSubdomain,
         K8s(rules=(Rule(rule="self == oldSelf", message="clusterQueue is immutable"),)),
+        K8s(optional_in_schema=True),
     ]
     """The ClusterQueue whose quota this queue's workloads use. Immutable."""
     stop_policy: StopPolicy = StopPolicy.NONE
@@ -86,5 +87,5 @@ class LocalQueue(KubeObject):
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["LocalQueue"] = "LocalQueue"
-    spec: LocalQueueSpec
+    spec: Annotated[LocalQueueSpec, K8s(optional_in_schema=True)]
     status: LocalQueueStatus | None = None

@@ -63,7 +63,7 @@ class MultiKueueConfig(KubeObject):
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["MultiKueueConfig"] = "MultiKueueConfig"
-    spec: MultiKueueConfigSpec
+    spec: Annotated[MultiKueueConfigSpec, K8s(optional_in_schema=True)]
 
 
 class LocationType(StrEnum):
@@ -148,5 +148,5 @@ class MultiKueueCluster(KubeObject):
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["MultiKueueCluster"] = "MultiKueueCluster"
-    spec: MultiKueueClusterSpec
+    spec: Annotated[MultiKueueClusterSpec, K8s(optional_in_schema=True)]
     status: MultiKueueClusterStatus | None = None

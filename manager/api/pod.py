@@ -177,5 +177,5 @@ class PodTemplateSpec(KubeModel):
 
     metadata: EmbeddedObjectMeta = Field(default_factory=EmbeddedObjectMeta)
     """Labels and annotations of the pods."""
-    spec: PodSpec
+    spec: Annotated[PodSpec, K8s(optional_in_schema=True)]
     """The pods' spec."""

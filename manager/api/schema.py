@@ -45,6 +45,10 @@ class Rule:
         return out
 
 
+OPTIONAL_IN_SCHEMA = "x-kfed-optional-in-schema"
+"""Marks a field the CRD generator leaves out of its parent's ``required`` (then drops)."""
+
+
 @dataclass(frozen=True, slots=True)
 class K8s:
     """Kubernetes schema keywords for one field, used as ``Annotated`` metadata."""
@@ -55,6 +59,10 @@ class K8s:
     format: str | None = None
     rules: tuple[Rule, ...] = ()
     preserve_unknown_fields: bool = False
+    optional_in_schema: bool = False
+    """The CRD does not require the field although the model does: upstream's schema does
+    not, and what upstream accepts kfed's API must accept too. Controllers then treat an
+    object without it as not usable, with the reason (the model refuses it)."""
 
     def keywords(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -70,6 +78,8 @@ class K8s:
             out["x-kubernetes-validations"] = [r.to_schema() for r in self.rules]
         if self.preserve_unknown_fields:
             out["x-kubernetes-preserve-unknown-fields"] = True
+        if self.optional_in_schema:
+            out[OPTIONAL_IN_SCHEMA] = True
         return out
 
     def __get_pydantic_json_schema__(

@@ -77,7 +77,7 @@ class Topology(KubeObject):
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["Topology"] = "Topology"
-    spec: TopologySpec
+    spec: Annotated[TopologySpec, K8s(optional_in_schema=True)]
 
 
 class PodSetMergePolicy(StrEnum):
@@ -162,4 +162,4 @@ class ProvisioningRequestConfig(KubeObject):
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["ProvisioningRequestConfig"] = "ProvisioningRequestConfig"
-    spec: ProvisioningRequestConfigSpec
+    spec: Annotated[ProvisioningRequestConfigSpec, K8s(optional_in_schema=True)]

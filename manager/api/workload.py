@@ -112,6 +112,7 @@ class WorkloadSpec(KubeModel):
         list[PodSet],
         Field(min_length=1, max_length=18),
         K8s(list_type="map", list_map_keys=("name",)),
+        K8s(optional_in_schema=True),
     ]
     """The pod sets, admitted all together or not at all."""
     queue_name: DNSSubdomain | None = None
@@ -156,7 +157,7 @@ class PodSetAssignment(KubeModel):
 class Admission(KubeModel):
     """Where a workload reserved quota, and which flavors it got."""
 
-    cluster_queue: DNSSubdomain
+    cluster_queue: Annotated[DNSSubdomain, K8s(optional_in_schema=True)]
     """The ClusterQueue the quota is reserved in."""
     pod_set_assignments: Annotated[
         list[PodSetAssignment],
@@ -380,5 +381,5 @@ class Workload(KubeObject):
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["Workload"] = "Workload"
-    spec: WorkloadSpec
+    spec: Annotated[WorkloadSpec, K8s(optional_in_schema=True)]
     status: WorkloadStatus | None = None

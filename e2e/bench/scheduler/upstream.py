@@ -5,7 +5,7 @@ figures as kfed's scheduler benchmark.
 
 The harness is upstream's ``test/performance/scheduler`` (its ``minimalkueue``: the core
 controllers and the scheduler; its runner: generator, "execution", recorder), built from the
-``sigs.k8s.io/kueue`` module by ``e2e/binaries/build-kueue-harness.sh``. The runner starts an
+``sigs.k8s.io/kueue`` module by ``e2e/binaries/build-kueue.sh harness``. The runner starts an
 envtest control plane from the same Go-built kube-apiserver and etcd as kfed's test bed
 (``KUBEBUILDER_ASSETS``), starts minimalkueue against it, plays upstream's baseline generator
 and writes ``summary.yaml``, ``minimalkueue.stats.yaml`` and per-workload and per-queue CSVs.
@@ -354,7 +354,7 @@ def run_harness(
 
 def measure_upstream(*, timeout: float, keep: Path | None) -> dict[str, Any]:
     """One run of upstream's harness; prints its table and returns its JSON report."""
-    harness = binaries.kueue_harness_dir()
+    harness = binaries.kueue_dir("harness")
     s = g.scenario("baseline")
     work = Path(tempfile.mkdtemp(prefix="kfed-upstream-harness-"))
     try:

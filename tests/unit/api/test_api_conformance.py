@@ -5,6 +5,7 @@ repository, or v0.17.0's from the Go module cache for the kinds that copy lacks;
 ``tests/references.py``):
 
 - every field kfed declares exists upstream with the same type, format, enum and default;
+- kfed requires no field that upstream does not;
 - every upstream field kfed does not declare is listed in docs/api.md's table of
   unsupported fields (or lies under a part of kfed's schema that keeps unknown fields);
 - every entry of that table is really absent from kfed and present upstream.
@@ -101,6 +102,20 @@ def test_every_kfed_field_matches_upstream(kind: type[KubeObject]) -> None:
         elif _shape(node) != _shape(upstream[path]):
             mismatches.append(f"{path}: kfed {_shape(node)} != upstream {_shape(upstream[path])}")
     assert not mismatches, "\n".join(mismatches)
+
+
+@KINDS
+def test_kfed_requires_nothing_upstream_does_not(kind: type[KubeObject]) -> None:
+    """What upstream's schema accepts, kfed's must: no field is required here that is not
+    there (found by the interop field corpus: kfed required status.admission.clusterQueue)."""
+    upstream = _upstream(kind)
+    stricter = {
+        path or "<root>": sorted(extra)
+        for path, node in _ours(kind).items()
+        if path in upstream
+        and (extra := set(node.get("required", [])) - set(upstream[path].get("required", [])))
+    }
+    assert not stricter, f"required by kfed only: {stricter}"
 
 
 @KINDS
