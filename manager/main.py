@@ -79,6 +79,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds after which at-most-once workloads of a lost worker move anyway (and "
         "its shim fences them), and the wait for workers that cannot fence",
     )
+    p.add_argument(
+        "--credentials-warning",
+        type=float,
+        default=d.credentials_warning,
+        help="seconds before a worker's kubeconfig token or client certificate expires that "
+        "its MultiKueueCluster gets the kfed.io/CredentialsExpiring condition",
+    )
     leader = LeaderElectionConfig(namespace="", name="", identity="")  # the defaults, once
     p.add_argument("--leader-lease-duration", type=float, default=leader.lease_duration)
     p.add_argument("--leader-renew-deadline", type=float, default=leader.renew_deadline)
@@ -119,8 +126,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--webhook-service-port", type=int, default=443)
     p.add_argument(
         "--metrics-host",
-        default="0.0.0.0",
-        help="address of /healthz, /readyz, /metrics and /dashboard",
+        default="127.0.0.1",
+        help="address of /healthz, /readyz, /metrics, /dashboard and the visibility API: "
+        "loopback unless set (0.0.0.0 exposes them, unauthenticated: deploy/ does, behind a "
+        "NetworkPolicy; docs/security.md)",
     )
     p.add_argument(
         "--metrics-port", type=int, default=8080, help="their port; 0: any free port (logged)"
@@ -158,6 +167,7 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
         lease_renew_period=args.worker_lease_renew_period,
         fence_grace=args.fence_grace,
         worker_lost_timeout=args.worker_lost_timeout,
+        credentials_warning=args.credentials_warning,
         failover_policy=FailoverPolicy(args.failover_policy),
     )
 

@@ -42,8 +42,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--metrics-host",
-        default="0.0.0.0",
-        help="address of /healthz, /readyz, /metrics and /dashboard",
+        default="127.0.0.1",
+        help="address of /healthz, /readyz, /metrics, /dashboard and the visibility API: "
+        "loopback unless set (0.0.0.0 exposes them, unauthenticated: deploy/ does, behind a "
+        "NetworkPolicy; docs/security.md)",
     )
     parser.add_argument(
         "--metrics-port",

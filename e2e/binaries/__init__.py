@@ -119,7 +119,7 @@ def kueue_dir(target: str = "kueue") -> Path:
     BinariesMissing when that target has not been built yet."""
     if target not in KUEUE_TARGETS:
         raise KeyError(f"no kueue target {target!r}; known: {', '.join(KUEUE_TARGETS)}")
-    directory = cache_dir() / "bin" / f"kueue-v{_pins()['KUEUE_VERSION']}"
+    directory = cache_dir() / "bin" / f"kueue-v{kueue_version()}"
     if not (directory / f".{target}-done").exists():
         raise BinariesMissing(
             f"upstream Kueue's {', '.join(KUEUE_TARGETS[target])} not built in {directory}: "
@@ -129,7 +129,8 @@ def kueue_dir(target: str = "kueue") -> Path:
 
 
 def kueue_version() -> str:
-    return _pins()["KUEUE_VERSION"]
+    """The pinned version, or ``$KUEUE_VERSION`` (as build-kueue.sh reads it)."""
+    return os.environ.get("KUEUE_VERSION") or _pins()["KUEUE_VERSION"]
 
 
 def ensure_built() -> None:

@@ -352,6 +352,14 @@ class LocalCluster:
             raise KubectlError(result)
         return result
 
+    def apply_objects(self, items: list[dict[str, Any]], *, field_manager: str) -> None:
+        """Server-side apply of in-memory objects (one List), taking over conflicting fields."""
+        body = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+        self.kubectl(
+            "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}",
+            "-f", "-", input=body,
+        )  # fmt: skip
+
     # -- state -------------------------------------------------------------------------
 
     def to_state(self) -> dict[str, Any]:

@@ -64,6 +64,18 @@ _PROBE_JOBSET: dict[str, Any] = {
 }
 
 
+def ready(port: int) -> bool:
+    """Whether a controller's health server on 127.0.0.1:``port`` answers /readyz with 200."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=2)
+    try:
+        conn.request("GET", "/readyz")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
 def check_names(names: Iterable[str]) -> tuple[str, ...]:
     """The operators asked for, in start order, without duplicates; ValueError names an
     unknown one or a missing dependency."""
@@ -195,15 +207,7 @@ class ClusterOperators:
         if hooks:
             # Fail closed (as upstream): until an operator serves, its kinds cannot be created;
             # wait_ready waits for that.
-            self.cluster.kubectl(
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                f"--field-manager={FIELD_MANAGER}",
-                "-f",
-                "-",
-                input=json.dumps({"apiVersion": "v1", "kind": "List", "items": hooks}),
-            )
+            self.cluster.apply_objects(hooks, field_manager=FIELD_MANAGER)
 
     def _command(
         self, name: str, serving: pki.KeyPair, *, health: int, metrics: int, webhook: int
@@ -269,14 +273,7 @@ class ClusterOperators:
 
     def _healthy(self, name: str) -> bool:
         self._alive_or_raise(name)
-        conn = http.client.HTTPConnection(HOST, self.health_ports[name], timeout=2)
-        try:
-            conn.request("GET", "/readyz")
-            return conn.getresponse().status == 200
-        except (OSError, http.client.HTTPException):
-            return False
-        finally:
-            conn.close()
+        return ready(self.health_ports[name])
 
     def _kubectl_ok(self, name: str, *args: str, input: str) -> bool:
         self._alive_or_raise(name)

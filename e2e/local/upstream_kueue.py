@@ -17,7 +17,6 @@ replace one that exists.
 
 from __future__ import annotations
 
-import http.client
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,15 +156,7 @@ class UpstreamKueue:
             for h in hooks
         ]
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-        self.cluster.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            f"--field-manager={FIELD_MANAGER}",
-            "-f",
-            "-",
-            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [namespace, *hooks]}),
-        )
+        self.cluster.apply_objects([namespace, *hooks], field_manager=FIELD_MANAGER)
         self.cluster.start_process(
             ROLE,
             [
@@ -188,14 +179,7 @@ class UpstreamKueue:
 
     def _ready(self) -> bool:
         self._alive_or_raise()
-        conn = http.client.HTTPConnection(HOST, self.health_port, timeout=2)
-        try:
-            conn.request("GET", "/readyz")
-            return conn.getresponse().status == 200
-        except (OSError, http.client.HTTPException):
-            return False
-        finally:
-            conn.close()
+        return ops.ready(self.health_port)
 
     def _webhooks_serve(self) -> bool:
         self._alive_or_raise()

@@ -63,6 +63,11 @@ DEACTIVATION_TARGET: Final = "DeactivationTarget"
 # ClusterQueue, LocalQueue, AdmissionCheck, MultiKueueCluster
 ACTIVE: Final = "Active"
 """The object is usable (for a MultiKueueCluster: the worker is connected)."""
+CREDENTIALS_EXPIRING: Final = "kfed.io/CredentialsExpiring"
+"""MultiKueueCluster condition: its kubeconfig's token or certificate runs out soon (or did)."""
+REASON_CREDENTIALS_EXPIRING: Final = "CredentialsExpiring"
+REASON_CREDENTIALS_EXPIRED: Final = "CredentialsExpired"
+REASON_CREDENTIALS_VALID: Final = "CredentialsValid"
 
 # --- condition reasons ---------------------------------------------------------------------
 
@@ -122,5 +127,8 @@ MAINTENANCE_ANNOTATION: Final = "kfed.io/maintenance"
 """On a MultiKueueCluster: ``cordon`` (no new placements) or ``drain`` (also move work)."""
 MAINTENANCE_CORDON: Final = "cordon"
 MAINTENANCE_DRAIN: Final = "drain"
+NAMESPACES_ANNOTATION: Final = "kfed.io/namespaces"
+"""On a MultiKueueCluster: the manager namespaces whose workloads may run on that worker
+(comma-separated, ``*`` globs allowed); absent: every namespace, as upstream."""
 JOB_NAME_ANNOTATION: Final = "kfed.io/job-name"
 """On a Workload: the name of its Job (remote copies have no owner reference to find it by)."""

@@ -14,6 +14,7 @@ a CLI's one-off LISTs give the same answer.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +107,23 @@ def federation_of(
             configuration_problem(cluster_queue, admission_check),
         )
     return None
+
+
+def bound_namespaces(multikueue_cluster: Obj | None) -> tuple[str, ...] | None:
+    """The namespace patterns of a worker's ``kfed.io/namespaces`` annotation; None when it
+    has none (every namespace may run there). An empty value binds nothing."""
+    annotations = ((multikueue_cluster or {}).get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(C.NAMESPACES_ANNOTATION)
+    if value is None:
+        return None
+    return tuple(p.strip() for p in str(value).split(",") if p.strip())
+
+
+def namespace_bound(multikueue_cluster: Obj | None, namespace: str) -> bool:
+    """May workloads of manager namespace ``namespace`` run on this worker (in the namespace
+    of the same name there)?"""
+    patterns = bound_namespaces(multikueue_cluster)
+    return patterns is None or any(fnmatch.fnmatchcase(namespace, p) for p in patterns)
 
 
 def maintenance_of(multikueue_cluster: Obj | None) -> str:

@@ -1,11 +1,12 @@
-"""``kfed cluster``: register, list, remove and put worker clusters into maintenance."""
+"""``kfed cluster``: register, list, remove, put into maintenance and rotate the credentials
+of worker clusters."""
 
 from __future__ import annotations
 
 import click
 
 from manager.api import constants as C
-from manager.cli import registration
+from manager.cli import registration, rotation
 from manager.cli.common import (
     CliError,
     Target,
@@ -276,4 +277,94 @@ def uncordon(name: str, kubeconfig: str | None, context: str | None, namespace: 
             None,
             "uncordoned: new workloads may be placed there again",
         )
+    )
+
+
+# -- credentials ------------------------------------------------------------------------------
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(text: str) -> int:
+    """``90m``, ``24h``, ``2d`` or plain seconds."""
+    unit = text[-1:] if text[-1:] in _DURATION_UNITS else "s"
+    number = text[:-1] if text[-1:] in _DURATION_UNITS else text
+    try:
+        return int(float(number) * _DURATION_UNITS[unit])
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a duration like 90m, 24h or 2d") from None
+
+
+async def _rotate(
+    target: Target,
+    name: str,
+    seconds: int,
+    service_account: str | None,
+    worker_kubeconfig: str | None,
+) -> None:
+    async with await connect_manager(target) as api:
+        done = await rotation.rotate(
+            api,
+            name,
+            namespace=target.namespace,
+            seconds=seconds,
+            service_account=service_account,
+            worker_kubeconfig=worker_kubeconfig,
+        )
+    namespace, account = done.service_account
+    until = done.expires.strftime("%Y-%m-%dT%H:%M:%SZ") if done.expires else "unknown"
+    console().print(
+        f"{name}: new token for ServiceAccount {namespace}/{account}, valid until {until}, "
+        f"in Secret {target.namespace}/{done.secret}; the manager reconnects with it"
+    )
+
+
+@group.command("rotate")
+@click.argument("name")
+@click.option(
+    "--duration",
+    default="24h",
+    show_default=True,
+    help="How long the new token is valid (90m, 24h, 2d; at least 10m).",
+)
+@click.option(
+    "--service-account",
+    metavar="NAMESPACE/NAME",
+    help="The worker's ServiceAccount to mint for (default: the one the current token names).",
+)
+@click.option(
+    "--worker-kubeconfig",
+    metavar="PATH",
+    help="Reach the worker with this kubeconfig instead of the current credentials (when "
+    "they have already expired).",
+)
+@connection_options()
+def rotate(
+    name: str,
+    duration: str,
+    service_account: str | None,
+    worker_kubeconfig: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+) -> None:
+    """Mint a fresh ServiceAccount token for worker NAME and put it into its kubeconfig
+    Secret, without restarting anything.
+
+    A TokenRequest on the worker (with the current token, which must still be valid, or with
+    --worker-kubeconfig) for the ServiceAccount the current token was issued for; only the
+    token in the Secret changes. The manager warns ahead of expiry: the MultiKueueCluster's
+    kfed.io/CredentialsExpiring condition, an Event, the dashboard, and the metric
+    kfed_cluster_credentials_expiry_timestamp_seconds.
+    """
+    other = read_text(worker_kubeconfig) if worker_kubeconfig else None
+    run(
+        _rotate(
+            target_of(kubeconfig, context, namespace),
+            name,
+            _seconds(duration),
+            service_account,
+            other,
+        ),
+        where="the manager or the worker cluster",
     )

@@ -129,7 +129,7 @@ async def evaluate_worker(
     allowed: set[str] | None,
 ) -> capacity.Candidate:
     """One worker's verdict, with the same pre-checks as the dispatcher (allow-list,
-    connected, maintenance), then capacity.evaluate on its queues."""
+    connected, namespace binding, maintenance), then capacity.evaluate on its queues."""
     if allowed is not None and name not in allowed:
         return capacity.Candidate(
             name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
@@ -146,6 +146,13 @@ async def evaluate_worker(
             else "no Active condition (is the kfed manager running?)"
         )
         return capacity.Candidate(name, False, f"not connected ({detail})")
+    if not federated.namespace_bound(mk_cluster, request.namespace):
+        return capacity.Candidate(
+            name,
+            False,
+            f"namespace {request.namespace} is not bound to it ({C.NAMESPACES_ANNOTATION})",
+            never=True,
+        )
     if mode := federated.maintenance_of(mk_cluster):
         return capacity.Candidate(name, False, f"in maintenance ({mode})")
     try:

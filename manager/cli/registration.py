@@ -87,7 +87,7 @@ def multikueue_cluster(name: str, secret: str) -> Obj:
     }
 
 
-def _secret_of(mk_cluster: Obj) -> str | None:
+def secret_of(mk_cluster: Obj) -> str | None:
     """The Secret a MultiKueueCluster reads its kubeconfig from (None: not a Secret)."""
     kc = ((mk_cluster.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
     if kc.get("locationType", "Secret") != "Secret":
@@ -378,7 +378,7 @@ async def unregister(api: KubeApi, name: str, *, namespace: str) -> list[str]:
                         f"note: AdmissionCheck(s) {', '.join(checks)} referenced it and are "
                         "now inactive"
                     )
-    secret = _secret_of(mk_cluster) if mk_cluster is not None else None
+    secret = secret_of(mk_cluster) if mk_cluster is not None else None
     if mk_cluster is not None and await api.delete(R.MULTIKUEUE_CLUSTERS, name):
         done.append(f"deleted MultiKueueCluster {name}")
     if secret is None and mk_cluster is None:
@@ -394,7 +394,7 @@ async def unregister(api: KubeApi, name: str, *, namespace: str) -> list[str]:
         others = [
             str(c["metadata"]["name"])
             for c in (await api.list(R.MULTIKUEUE_CLUSTERS))["items"]
-            if _secret_of(c) == secret and c["metadata"]["name"] != name
+            if secret_of(c) == secret and c["metadata"]["name"] != name
         ]
         if others:
             done.append(f"kept Secret {namespace}/{secret}: also used by {', '.join(others)}")

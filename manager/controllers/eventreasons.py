@@ -200,6 +200,11 @@ def cluster_condition_changed(
         events.warning(cluster, "ClusterRefused", f"{reason}: {message}")
 
 
+def credentials_expiring(events: EventRecorder, cluster: Obj, message: str) -> None:
+    """A worker's kubeconfig credentials run out soon, or did (kfed's own reason)."""
+    events.warning(cluster, C.REASON_CREDENTIALS_EXPIRING, message)
+
+
 def maintenance_changed(events: EventRecorder, cluster: Obj, level: str) -> None:
     """cordon, drain, or back to normal (uncordon)."""
     if level == "drain":

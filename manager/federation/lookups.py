@@ -215,6 +215,9 @@ class Lookups:
     def maintenance(self, cluster: str) -> str:
         return federated.maintenance_of(self.registry.mk_clusters.get(cluster))
 
+    def namespace_bound(self, cluster: str, namespace: str) -> bool:
+        return federated.namespace_bound(self.registry.mk_clusters.get(cluster), namespace)
+
     def blocked_reason(self, key: str, cluster: str) -> str | None:
         record = self.records.get(key)
         blocked = record.blocked if record is not None else {}

@@ -89,13 +89,22 @@ class Placer:
         self, obj: Obj, name: str, allowed: set[str] | None
     ) -> capacity.Candidate | None:
         """Why no copy may go to worker ``name`` whatever its capacity (None: it may), the
-        same in every dispatch mode: not allowed for the job, not connected, not serving the
-        job's kind, blocked by an object kfed did not create, or in maintenance (any value
-        of the annotation, so that a mistyped one errs on the side of sending nothing)."""
+        same in every dispatch mode: not allowed for the job, its namespace not bound to the
+        worker, not connected, not serving the job's kind, blocked by an object kfed did not
+        create, or in maintenance (any value of the annotation, so that a mistyped one errs
+        on the side of sending nothing)."""
         key = ws.key_of(obj)
         if allowed is not None and name not in allowed:
             return capacity.Candidate(
                 name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
+            )
+        namespace = str(obj["metadata"].get("namespace") or "")
+        if not self.look.namespace_bound(name, namespace):
+            return capacity.Candidate(
+                name,
+                False,
+                f"namespace {namespace} is not bound to it ({C.NAMESPACES_ANNOTATION})",
+                never=True,
             )
         remote = self.registry.remote(name)
         if remote is None or not remote.connected:

@@ -11,6 +11,7 @@ broken cluster gets Active=False with its reason and the others keep working.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import logging
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from manager.api import constants as C
 from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers import eventreasons as told
-from manager.federation import kubeconfig
+from manager.federation import credentials, kubeconfig
 from manager.federation.remote import RemoteCluster, cluster_identity
 from manager.federation.settings import FederationSettings
 from manager.kube import errors
@@ -50,6 +51,8 @@ class ClusterEntry:
     retired: RemoteCluster | None = None
     """The last connection, kept (as lost) while the cluster cannot be tried: what it knew
     decides when the workloads it ran have surely stopped and may move."""
+    expiry: credentials.Expiry | None = None
+    """When its kubeconfig's token or client certificate runs out, when that can be read."""
 
     @property
     def active(self) -> bool:
@@ -127,7 +130,9 @@ class ClusterRegistry:
         changed = level != federated.maintenance_of(event.old)
         if changed and event.old is not None and event.obj is not None:
             told.maintenance_changed(self.events, event.obj, level)
-        if changed and self.on_maintenance is not None:
+        rebound = federated.bound_namespaces(event.obj) != federated.bound_namespaces(event.old)
+        if (changed or rebound) and self.on_maintenance is not None:
+            # Waiting workloads may fit (or no longer may go) there now.
             self.on_maintenance(event.key)
 
     def _notify(self) -> None:
@@ -159,6 +164,25 @@ class ClusterRegistry:
         """The worker names a MultiKueueConfig lists, in its order (empty when missing)."""
         config = self.mk_configs.get(config_name)
         return [str(c) for c in ((config or {}).get("spec") or {}).get("clusters") or []]
+
+    def _credentials_condition(
+        self, conds: list[dict[str, Any]], entry: ClusterEntry
+    ) -> tuple[bool, bool]:
+        """Set (or, with no expiry to read, remove) ``kfed.io/CredentialsExpiring`` in
+        ``conds``; returns (is it True, did it change). Its message names the moment, not the
+        time left, so it changes only when the credentials do."""
+        expiry = entry.expiry
+        if expiry is None:
+            return False, conditions.remove(conds, C.CREDENTIALS_EXPIRING)
+        now = dt.datetime.now(dt.UTC)
+        warn = dt.timedelta(seconds=self.settings.credentials_warning)
+        soon = credentials.expiring(expiry, now, warn)
+        if expiry.left(now) <= dt.timedelta(0):
+            reason = C.REASON_CREDENTIALS_EXPIRED
+        else:
+            reason = C.REASON_CREDENTIALS_EXPIRING if soon else C.REASON_CREDENTIALS_VALID
+        message = credentials.describe(entry.name, expiry)
+        return soon, conditions.set_condition(conds, C.CREDENTIALS_EXPIRING, soon, reason, message)
 
     # -- reconciling the set of clusters -------------------------------------------------
 
@@ -213,6 +237,7 @@ class ClusterRegistry:
             await self._stop(entry)
             entry.fingerprint = fingerprint
             entry.rejected = problem
+            entry.expiry = None
             if problem is not None or text is None:
                 log.warning("worker %s refused: %s", name, problem)
                 self._retire(entry, previous)
@@ -224,6 +249,7 @@ class ClusterRegistry:
                 log.warning("worker %s refused: %s", name, err)
                 self._retire(entry, previous)
                 continue
+            entry.expiry = credentials.expiry_of(checked.config, checked.context)
             try:
                 api = await KubeApi.from_kubeconfig_dict(
                     checked.config, context=checked.context, name=name
@@ -330,14 +356,17 @@ class ClusterRegistry:
             before = conditions.find(conds, C.ACTIVE)
             was_active = None if before is None else before.get("status") == "True"
             reason_before = before.get("reason") if before is not None else None
-            if not conditions.set_condition(
+            was_expiring = conditions.is_true({"conditions": conds}, C.CREDENTIALS_EXPIRING)
+            active_changed = conditions.set_condition(
                 conds,
                 C.ACTIVE,
                 status,
                 reason,
                 message,
                 generation=obj["metadata"].get("generation"),
-            ):
+            )
+            expiring, credentials_changed = self._credentials_condition(conds, entry)
+            if not (active_changed or credentials_changed):
                 continue
             try:
                 written = await self.api.patch(
@@ -355,6 +384,11 @@ class ClusterRegistry:
                         active=status,
                         reason=reason,
                         message=message,
+                    )
+                if expiring and not was_expiring and entry.expiry is not None:
+                    now = dt.datetime.now(dt.UTC)
+                    told.credentials_expiring(
+                        self.events, written, credentials.describe(name, entry.expiry, now)
                     )
             except errors.KubeError as err:
                 log.info("status of MultiKueueCluster %s not written: %s", name, err)

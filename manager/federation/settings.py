@@ -94,6 +94,10 @@ class FederationSettings:
     """The outage timeout (upstream's ``workerLostTimeout``, 15 min there): at-most-once
     workloads of a lost worker move after this long, and its shim fences them by then. Also
     the wait for workers without kfed's shim (e.g. upstream Kueue), which cannot fence."""
+    credentials_warning: float = 6 * 3600.0
+    """A worker's kubeconfig whose token or client certificate runs out within this many
+    seconds gets the ``kfed.io/CredentialsExpiring`` condition, an Event and a dashboard
+    warning (``credentials.py``)."""
 
     @property
     def fenced_failover_after(self) -> float:

@@ -126,7 +126,9 @@ function clusterRows(clusters) {
   return clusters.map(c => [
     el("td", {}, el("b", {}, c.name)),
     el("td", {}, c.active ? badge("Active", "ok") : badge("Inactive", "bad"),
-       c.active ? null : el("div", {class: "note"}, c.reason + ": " + c.message)),
+       c.active ? null : el("div", {class: "note"}, c.reason + ": " + c.message),
+       c.credentials_expiring ? badge("credentials expiring", "bad") : null,
+       c.credentials_expiring ? el("div", {class: "note"}, c.credentials) : null),
     el("td", {}, c.maintenance === "drain" ? badge("draining", "bad")
                  : c.maintenance === "cordon" ? badge("cordoned", "warn") : badge("none", "muted")),
     el("td", {}, c.can_fence ? badge("can fence", "ok") : badge("no shim seen", "warn")),

@@ -97,7 +97,7 @@ class ObservabilityServer:
     """``create_app(source)`` served on ``host:port``; ``port=0`` picks a free port, and
     ``port`` holds the bound one once ``start()`` returned (it is logged)."""
 
-    def __init__(self, source: Source, host: str = "0.0.0.0", port: int = 8080) -> None:
+    def __init__(self, source: Source, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.source = source
         self.host = host
         self.port = port

@@ -25,7 +25,7 @@ from manager.api import federated, quantity
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation import capacity, visibility
+from manager.federation import capacity, credentials, visibility
 from manager.federation.runtime import FederationController
 from manager.federation.workloadview import (
     FINISHED,
@@ -370,6 +370,12 @@ class ClusterRow:
     """Copies sent there and not admitted yet."""
     running: int = 0
     """Manager workloads placed there and not finished."""
+    credentials_expire_at: float | None = None
+    """Unix time its kubeconfig's token or client certificate expires, when known."""
+    credentials: str = ""
+    """That, for a person (with the time left); "" when unknown."""
+    credentials_expiring: bool = False
+    """Within the manager's ``--credentials-warning`` (or past it)."""
 
     def sample(self) -> WorkerClusterSample:
         return WorkerClusterSample(
@@ -377,6 +383,7 @@ class ClusterRow:
             active=self.active,
             maintenance=self.maintenance,
             free={k: natural(k[1], v) for k, v in (self.free or {}).items()},
+            credentials_expire_at=self.credentials_expire_at,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -395,6 +402,8 @@ class ClusterRow:
             ],
             "placing": self.placing,
             "running": self.running,
+            "credentials": self.credentials,
+            "credentials_expiring": self.credentials_expiring,
         }
 
 
@@ -436,6 +445,9 @@ def cluster_rows(federation: FederationController) -> list[ClusterRow]:
             active, reason, message = entry.condition()
         remote = entry.remote if entry is not None else None
         mk = registry.mk_clusters.get(name) or {}
+        expiry = entry.expiry if entry is not None else None
+        now = dt.datetime.now(dt.UTC)
+        warn = dt.timedelta(seconds=federation.settings.credentials_warning)
         rows.append(
             ClusterRow(
                 name=name,
@@ -449,6 +461,9 @@ def cluster_rows(federation: FederationController) -> list[ClusterRow]:
                 else None,
                 placing=sum(1 for _, p in dispatcher.records.placements() if p.cluster == name),
                 running=running.get(name, 0),
+                credentials_expire_at=expiry.at.timestamp() if expiry else None,
+                credentials=credentials.describe(name, expiry, now) if expiry else "",
+                credentials_expiring=credentials.expiring(expiry, now, warn),
             )
         )
     return rows

@@ -86,6 +86,8 @@ class WorkerClusterSample:
     """The ``kfed.io/maintenance`` annotation: "", "cordon" or "drain"."""
     free: Mapping[tuple[str, str], float] = field(default_factory=dict)
     """(flavor, resource) -> free quota in natural units; empty while not connected."""
+    credentials_expire_at: float | None = None
+    """Unix time its kubeconfig's token or client certificate expires, when it can be read."""
 
 
 class Metrics:
@@ -247,6 +249,13 @@ class Metrics:
             ["cluster"],
             registry=r,
         )
+        self.cluster_credentials_expiry = Gauge(
+            "kfed_cluster_credentials_expiry_timestamp_seconds",
+            "When the token or client certificate of a worker's kubeconfig expires (Unix time); "
+            "absent when it cannot be read (no JWT token, no certificate)",
+            ["cluster"],
+            registry=r,
+        )
         self.cluster_free_capacity = Gauge(
             "kfed_cluster_free_capacity",
             "Free quota of a connected worker per flavor and resource, as the dispatcher sees it",
@@ -399,10 +408,17 @@ class Metrics:
                     self.cluster_queue_borrowing_limit.labels(*labels).set(q.borrowing_limit)
 
     def set_clusters(self, samples: Iterable[WorkerClusterSample]) -> None:
-        for gauge in (self.cluster_active, self.cluster_maintenance, self.cluster_free_capacity):
+        for gauge in (
+            self.cluster_active,
+            self.cluster_maintenance,
+            self.cluster_free_capacity,
+            self.cluster_credentials_expiry,
+        ):
             gauge.clear()
         for s in samples:
             self.cluster_active.labels(s.name).set(1 if s.active else 0)
+            if s.credentials_expire_at is not None:
+                self.cluster_credentials_expiry.labels(s.name).set(s.credentials_expire_at)
             self.cluster_maintenance.labels(s.name).set(MAINTENANCE_LEVEL.get(s.maintenance, 0))
             for (flavor, resource), free in sorted(s.free.items()):
                 self.cluster_free_capacity.labels(s.name, flavor, resource).set(free)

@@ -282,3 +282,33 @@ async def pending_positions_as_upstream(
             "localqueues",
             "localqueues/pendingworkloads",
         ]
+
+
+async def test_objects_upstream_accepts_but_kfed_cannot_use_are_named_and_harm_nothing(
+    api: KubeApi, article_queues: None, start_controller: StartController
+) -> None:
+    """Upstream's schema leaves a LocalQueue's clusterQueue and a Workload's spec optional, so
+    kfed's CRDs do too (docs/api.md): such objects are stored; the controller names what is
+    missing, leaves them alone, and goes on admitting the article's light job."""
+    running = await start_controller()
+    state = running.controller.state
+    bare: list[tuple[str, str, dict[str, Any]]] = [
+        ("LocalQueue", "no-cq", {"spec": {}}),
+        ("Workload", "no-spec", {}),
+    ]
+    for kind, name, extra in bare:
+        body = {"apiVersion": C.API_VERSION, "kind": kind, "metadata": {"name": name}, **extra}
+        await api.create(R.LOCAL_QUEUES if kind == "LocalQueue" else R.WORKLOADS, body, NS)
+
+    def reason() -> str | None:
+        return state.invalid.get(f"LocalQueue/{NS}/no-cq")
+
+    await wait_for(reason, timeout=30, what="no-cq reported not usable")
+    assert "clusterQueue" in (reason() or "")
+    await api.create(R.JOBS, seed_job("02-light-job.yaml", delay_ms=500), NS)
+    await wait_for(
+        lambda: job_complete(api, NS, "light-job"), timeout=60, what="light-job Complete"
+    )
+    assert not running.task.done(), "the controller is still running"
+    stored = await api.get(R.WORKLOADS, "no-spec", NS)
+    assert "spec" not in stored and not ws.status_of(stored).get("admission")

@@ -9,8 +9,9 @@ import asyncio
 import functools
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
+from typing import Self
 
 from e2e.bench.federation.doublerun import RunningPods
 from manager.kube import resources as R
@@ -31,36 +32,19 @@ async def complete_jobs(api: KubeApi, namespace: str) -> set[str]:
     }
 
 
-class RunWatch:
-    def __init__(
-        self, workers: Mapping[str, KubeApi], namespace: str, *, label: str = "job-name"
-    ) -> None:
-        self.label = label
-        """The pod label naming the job a pod belongs to (a JobSet's: its JobSet label)."""
-        self.succeeded: dict[str, set[str]] = defaultdict(set)
-        """Job -> uids of its pods that succeeded, on any worker."""
-        self.succeeded_on: dict[str, dict[str, float]] = defaultdict(dict)
-        """Job -> worker -> when a pod of it was first seen Succeeded there (monotonic)."""
-        self.runs: dict[str, RunningPods] = {}
+class Watching:
+    """Informers run for the length of an ``async with`` block, synced on entry: what a
+    test watches on its clusters from before it acts."""
+
+    def __init__(self) -> None:
         self._informers: list[Informer] = []
-        for worker, api in workers.items():
-            informer = Informer(api, R.PODS, namespace=namespace)
-            informer.subscribe(functools.partial(self._on_pod, worker))
-            self._informers.append(informer)
         self._tasks: list[asyncio.Task[None]] = []
 
-    def _on_pod(self, worker: str, event: Event) -> None:
-        job = (event.obj["metadata"].get("labels") or {}).get(self.label)
-        if not job:
-            return
-        if job not in self.runs:
-            self.runs[job] = RunningPods(job, self.label)
-        self.runs[job].pod_event(worker, event.type, event.obj, time.monotonic())
-        if (event.obj.get("status") or {}).get("phase") == "Succeeded":
-            self.succeeded[job].add(event.obj["metadata"]["uid"])
-            self.succeeded_on[job].setdefault(worker, time.monotonic())
+    def watch(self, informer: Informer, handler: Callable[[Event], None]) -> None:
+        informer.subscribe(handler)
+        self._informers.append(informer)
 
-    async def __aenter__(self) -> RunWatch:
+    async def __aenter__(self) -> Self:
         self._tasks = [asyncio.create_task(i.run()) for i in self._informers]
         await asyncio.gather(*(i.synced.wait() for i in self._informers))
         return self
@@ -72,6 +56,34 @@ class RunWatch:
         tb: TracebackType | None,
     ) -> None:
         await stop_tasks(self._tasks)
+
+
+class RunWatch(Watching):
+    def __init__(
+        self, workers: Mapping[str, KubeApi], namespace: str, *, label: str = "job-name"
+    ) -> None:
+        super().__init__()
+        self.label = label
+        """The pod label naming the job a pod belongs to (a JobSet's: its JobSet label)."""
+        self.succeeded: dict[str, set[str]] = defaultdict(set)
+        """Job -> uids of its pods that succeeded, on any worker."""
+        self.succeeded_on: dict[str, dict[str, float]] = defaultdict(dict)
+        """Job -> worker -> when a pod of it was first seen Succeeded there (monotonic)."""
+        self.runs: dict[str, RunningPods] = {}
+        for worker, api in workers.items():
+            pods = Informer(api, R.PODS, namespace=namespace)
+            self.watch(pods, functools.partial(self._on_pod, worker))
+
+    def _on_pod(self, worker: str, event: Event) -> None:
+        job = (event.obj["metadata"].get("labels") or {}).get(self.label)
+        if not job:
+            return
+        if job not in self.runs:
+            self.runs[job] = RunningPods(job, self.label)
+        self.runs[job].pod_event(worker, event.type, event.obj, time.monotonic())
+        if (event.obj.get("status") or {}).get("phase") == "Succeeded":
+            self.succeeded[job].add(event.obj["metadata"]["uid"])
+            self.succeeded_on[job].setdefault(worker, time.monotonic())
 
     def clusters_of(self, job: str) -> set[str]:
         """The workers where a pod of ``job`` was ever seen running."""

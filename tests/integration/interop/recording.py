@@ -5,19 +5,18 @@ the worker did from here, not from the worker afterwards."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter, defaultdict
-from types import TracebackType
 from typing import Any
 
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.informer import Event, Informer
-from manager.kube.tasks import stop_tasks
+from tests.integration.federation.runs import Watching
 
 
-class WorkerRecord:
+class WorkerRecord(Watching):
     def __init__(self, api: KubeApi, namespace: str) -> None:
+        super().__init__()
         self.api = api
         self.created: Counter[str] = Counter()
         self.deleted: Counter[str] = Counter()
@@ -25,13 +24,8 @@ class WorkerRecord:
         """Workload name -> its last state seen before it was deleted (or now)."""
         self.nodes: dict[str, set[str]] = defaultdict(set)
         """Job name -> the nodes its pods were bound to."""
-        self._informers = [
-            Informer(api, R.WORKLOADS, namespace=namespace),
-            Informer(api, R.PODS, namespace=namespace),
-        ]
-        self._informers[0].subscribe(self._on_workload)
-        self._informers[1].subscribe(self._on_pod)
-        self._tasks: list[asyncio.Task[None]] = []
+        self.watch(Informer(api, R.WORKLOADS, namespace=namespace), self._on_workload)
+        self.watch(Informer(api, R.PODS, namespace=namespace), self._on_pod)
 
     def _on_workload(self, event: Event) -> None:
         name = event.obj["metadata"]["name"]
@@ -52,16 +46,3 @@ class WorkerRecord:
         """The ``gpu.model`` labels of the nodes ``job``'s pods ran on."""
         nodes = [await self.api.get(R.NODES, name) for name in sorted(self.nodes[job])]
         return {n["metadata"].get("labels", {}).get("gpu.model", "") for n in nodes}
-
-    async def __aenter__(self) -> WorkerRecord:
-        self._tasks = [asyncio.create_task(i.run()) for i in self._informers]
-        await asyncio.gather(*(i.synced.wait() for i in self._informers))
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await stop_tasks(self._tasks)

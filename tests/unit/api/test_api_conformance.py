@@ -11,6 +11,10 @@ repository, or v0.17.0's from the Go module cache for the kinds that copy lacks;
 - every entry of that table is really absent from kfed and present upstream.
 
 And docs/api.md mentions every field kfed declares.
+
+Also against the upstream release ``make binaries`` builds for the interop tests (v0.17.0, so
+it runs in CI where the reference copy is absent): kfed serves all of it, the same way, and
+requires nothing more.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e import binaries
 from manager.api import crdgen
 from manager.api.kinds import KUEUE_KINDS
 from manager.api.meta import KubeObject
@@ -71,6 +76,20 @@ def _upstream(kind: type[KubeObject]) -> dict[str, dict[str, Any]]:
     return dict(_flatten(version["schema"]["openAPIV3Schema"]))
 
 
+def _built_release(kind: type[KubeObject]) -> dict[str, dict[str, Any]]:
+    """Upstream's CRD from the release ``make binaries`` builds for the interop tests
+    (``e2e/binaries/build-kueue.sh``, v0.17.0): there wherever ``make test`` ran, CI included,
+    unlike the reference copy beside the checkout."""
+    try:
+        source = binaries.kueue_dir("kueue") / "src"
+    except binaries.BinariesMissing as err:
+        pytest.skip(str(err))
+    path = source / "config" / "components" / "crd" / "bases" / crdgen.file_name(kind)
+    crd = yaml.safe_load(path.read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
+    return dict(_flatten(version["schema"]["openAPIV3Schema"]))
+
+
 def _ours(kind: type[KubeObject]) -> dict[str, dict[str, Any]]:
     return dict(_flatten(crdgen.openapi_schema(kind)))
 
@@ -102,6 +121,27 @@ def test_every_kfed_field_matches_upstream(kind: type[KubeObject]) -> None:
         elif _shape(node) != _shape(upstream[path]):
             mismatches.append(f"{path}: kfed {_shape(node)} != upstream {_shape(upstream[path])}")
     assert not mismatches, "\n".join(mismatches)
+
+
+@KINDS
+def test_a_superset_of_the_built_upstream_release(kind: type[KubeObject]) -> None:
+    """Every field of upstream's released CRD is served by kfed with the same type, format,
+    enum and default, and kfed requires nothing more (unless kfed keeps unknown fields
+    there: the Workload's pod template)."""
+    upstream = _built_release(kind)
+    ours = _ours(kind)
+    kept = {path for path, node in ours.items() if node.get("x-kubernetes-preserve-unknown-fields")}
+    problems = []
+    for path, node in upstream.items():
+        if _under(path, kept) and path not in ours:
+            continue
+        if path not in ours:
+            problems.append(f"{path}: not served by kfed")
+        elif _shape(ours[path]) != _shape(node):
+            problems.append(f"{path}: kfed {_shape(ours[path])} != upstream {_shape(node)}")
+        elif extra := set(ours[path].get("required", [])) - set(node.get("required", [])):
+            problems.append(f"{path}: kfed also requires {sorted(extra)}")
+    assert not problems, "\n".join(problems)
 
 
 @KINDS

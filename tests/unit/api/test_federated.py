@@ -92,3 +92,18 @@ def test_upstream_a_multikueue_check_on_flavors_is_a_problem_with_upstreams_reas
 
 def test_check_names_keep_the_strategys_order() -> None:
     assert federated.check_names(queue({"name": "b"}, {"name": "a"})) == ["b", "a"]
+
+
+def _bound(value: str | None) -> dict[str, object]:
+    annotations = {} if value is None else {C.NAMESPACES_ANNOTATION: value}
+    return {"metadata": {"name": "worker-1", "annotations": annotations}}
+
+
+def test_namespace_binding_is_open_without_the_annotation_and_a_list_of_globs_with_it() -> None:
+    assert federated.namespace_bound(_bound(None), "anything")
+    assert federated.namespace_bound(None, "anything")
+    assert federated.namespace_bound(_bound("ml-jobs, team-*"), "team-a")
+    assert federated.namespace_bound(_bound("ml-jobs, team-*"), "ml-jobs")
+    assert not federated.namespace_bound(_bound("ml-jobs, team-*"), "ml-jobs-2")
+    assert not federated.namespace_bound(_bound(""), "ml-jobs"), "empty binds nothing"
+    assert federated.bound_namespaces(_bound(" a ,, b ")) == ("a", "b")
