@@ -135,8 +135,8 @@ class ClusterState:
                     upsert(to_core(model.model_validate(event.obj)))
                     self.invalid.pop(f"{label}/{event.key}", None)
                 except (pydantic.ValidationError, ValueError, KeyError) as err:
-                    self.invalid[f"{label}/{event.key}"] = _one_line(err)
-                    log.warning("%s %s is not usable: %s", label, event.key, _one_line(err))
+                    self.invalid[f"{label}/{event.key}"] = one_line(err)
+                    log.warning("%s %s is not usable: %s", label, event.key, one_line(err))
             self.kick()
 
         return handle
@@ -202,7 +202,8 @@ class ClusterState:
         return int(wpc["value"]) if wpc is not None and "value" in wpc else None
 
 
-def _one_line(err: Exception) -> str:
+def one_line(err: Exception) -> str:
+    """The first validation error (or the first line of any other), for a reason field."""
     if isinstance(err, pydantic.ValidationError):
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -25,7 +25,7 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import AdmissionLoop, queued_since
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.settings import ControllerSettings
-from manager.controllers.state import ClusterState
+from manager.controllers.state import ClusterState, one_line
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.informer import Event
@@ -126,6 +126,7 @@ class WorkloadController:
         obj = state.workloads.get(key)
         if obj is None:
             core_.delete_workload(wkey)
+            state.invalid.pop(f"Workload/{key}", None)
             state.kick()
             return None
         if ws.is_finished(obj) or obj["metadata"].get("deletionTimestamp"):
@@ -138,8 +139,11 @@ class WorkloadController:
         try:
             model = Workload.model_validate(obj)
         except pydantic.ValidationError as err:
-            log.warning("workload %s cannot be parsed, left alone: %s", key, err.errors()[0]["msg"])
+            # Stored as upstream stores it (its schema allows it), but nothing kfed can act on.
+            state.invalid[f"Workload/{key}"] = one_line(err)
+            log.warning("workload %s cannot be parsed, left alone: %s", key, one_line(err))
             return None
+        state.invalid.pop(f"Workload/{key}", None)
 
         if ws.has_reservation(obj):
             return await self._reconcile_reserved(key, obj, model)

@@ -326,6 +326,7 @@ def workload_rows(state: ClusterState, *, role: Role, limit: int = MAX_WORKLOADS
     lines: dict[str, dict[str, tuple[int, int]]] = {}  # ClusterQueue -> its positions
     for _, key in order[:limit]:
         reason = state.core.pending_reason(core.WorkloadKey(key))
+        unusable = state.invalid.get(f"Workload/{key}")
         position = None
         if reason is not None:
             cluster_queue = cluster_queue_of_pending(state, cache[key])
@@ -336,7 +337,11 @@ def workload_rows(state: ClusterState, *, role: Role, limit: int = MAX_WORKLOADS
         rows.append(
             workload_row(
                 cache[key],
-                pending_reason=reason.message if reason else None,
+                pending_reason=f"not usable: {unusable}"
+                if unusable
+                else reason.message
+                if reason
+                else None,
                 role=role,
                 position=position,
             )

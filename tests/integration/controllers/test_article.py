@@ -300,11 +300,14 @@ async def test_objects_upstream_accepts_but_kfed_cannot_use_are_named_and_harm_n
         body = {"apiVersion": C.API_VERSION, "kind": kind, "metadata": {"name": name}, **extra}
         await api.create(R.LOCAL_QUEUES if kind == "LocalQueue" else R.WORKLOADS, body, NS)
 
-    def reason() -> str | None:
-        return state.invalid.get(f"LocalQueue/{NS}/no-cq")
-
-    await wait_for(reason, timeout=30, what="no-cq reported not usable")
-    assert "clusterQueue" in (reason() or "")
+    for key, missing in (
+        (f"LocalQueue/{NS}/no-cq", "clusterQueue"),
+        (f"Workload/{NS}/no-spec", "spec"),
+    ):
+        await wait_for(
+            functools.partial(state.invalid.get, key), timeout=30, what=f"{key} not usable"
+        )
+        assert missing in state.invalid[key], state.invalid[key]
     await api.create(R.JOBS, seed_job("02-light-job.yaml", delay_ms=500), NS)
     await wait_for(
         lambda: job_complete(api, NS, "light-job"), timeout=60, what="light-job Complete"
