@@ -2,6 +2,7 @@
 
 python -m e2e up --name demo --workers 2 --full
 python -m e2e up --name ops --full --operators jobset,trainer,kuberay   # + batch operators
+python -m e2e up --name rn --workers 1 --full --real-node --image kfed:0.1.0  # + real nodes
 export PATH="$(python -m e2e bin-dir):$PATH"      # the built kubectl
 kubectl --kubeconfig "$(python -m e2e kubeconfig --name demo --cluster worker-2)" get nodes
 python -m e2e status --name demo
@@ -21,6 +22,8 @@ from e2e import binaries
 from e2e.kind.provider import KindFederation
 from e2e.local import operators
 from e2e.local.federation import LocalFederation, cleanup_directory, state_root
+from e2e.realnode import host as realnode_host
+from e2e.realnode import node as realnode
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +50,20 @@ def _parser() -> argparse.ArgumentParser:
         default="",
         help=f"comma-separated batch operators every worker runs ({known}); needs --full "
         "and the operators built (`bash e2e/binaries/build-operators.sh` or `make binaries`)",
+    )
+    up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also run a real node (Debian's containerd + a kubelet, host-network Pods only) "
+        "on the manager and on worker-1, for deploy/*/overlays/testbed; needs --full, root, "
+        "containerd and runc (docs/kind.md, 'A real node')",
+    )
+    up.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        help="with --real-node: a Docker image to import into the nodes (docker save | ctr "
+        "import), e.g. kfed:0.1.0; repeatable",
     )
 
     down = sub.add_parser("down", help="stop every process of a federation, remove its state")
@@ -97,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             if wanted and (not args.full or args.provider != "local"):
                 print("error: --operators needs --full (and the local provider)", file=sys.stderr)
                 return 2
+            if args.real_node and (not args.full or args.provider != "local"):
+                print("error: --real-node needs --full (and the local provider)", file=sys.stderr)
+                return 2
+            if args.real_node:
+                realnode_host.require()  # before anything starts: one line saying why not
             if args.provider == "kind":
                 KindFederation(
                     args.name, workers=args.workers, full=args.full, nodes_file=args.nodes
@@ -113,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             seconds = fed.up(progress=True)
             print(f"federation {args.name!r} ready in {seconds:.1f}s")
+            if args.real_node:
+                _start_real_nodes(fed, args.image)
             for cluster in fed:
                 print(f"  {cluster.name:<10} {cluster.server}  kubeconfig: {cluster.kubeconfig}")
             return 0
@@ -120,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.provider == "kind":
                 KindFederation(args.name).down()
             else:
+                realnode.cleanup_under(state_root() / args.name)  # containers, mounts, sysctls
                 cleanup_directory(state_root() / args.name)
             print(f"federation {args.name!r} stopped and removed")
             return 0
@@ -165,6 +190,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 2
+
+
+def _start_real_nodes(fed: LocalFederation, images: list[str]) -> None:
+    """A real node on the manager and on worker-1 (if there is one), images imported; on
+    failure the whole federation is stopped, nodes included."""
+    try:
+        archives: list[Path] = []
+        for image in images:
+            archive = fed.directory / f"image-{len(archives)}.tar"
+            archives.append(realnode.docker_save(image, archive))
+        for name in ("manager", "worker-1"):
+            if name not in fed.clusters:
+                continue
+            node = realnode.RealNode(fed.cluster(name))
+            seconds = node.start()
+            fed.save_state()
+            print(f"  {name}: real node {node.name} Ready in {seconds:.1f}s "
+                  f"(containerd {node.containerd.socket})")  # fmt: skip
+            for image, archive in zip(images, archives, strict=True):
+                node.import_image(archive)
+                print(f"  {name}: imported {image}")
+        for archive in archives:
+            archive.unlink()
+    except BaseException:
+        realnode.cleanup_under(fed.directory)
+        fed.down()
+        raise
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
 6. run two drills on worker-1 and print their reports: a real outage (its kube-apiserver
    killed for 20 s, `kfed drill outage`) under the default at-most-once policy, where
    nothing may move and the probes resume there; then a partition (`kfed drill partition`)
-   under the opt-in fast policy, where they move;
+   under the opt-in fast policy, where they move; their JSON reports and timelines
+   (`--plot`) are kept in ~/.cache/kfed/drills/NAME, which outlives the federation;
 7. print the trace of one job, and where to find the dashboard, metrics, traces and logs.
 
 Everything it started is stopped at the end (``--keep`` leaves it running).
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from e2e import binaries
 from e2e.examples import ARTICLE_JOBS, CLUSTERQUEUE_PATCH, MULTIKUEUE_CHECK, QUEUES, WORKERS
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
@@ -271,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         step("where each workload went (kfed workloads -A)")
         subprocess.run([kfed, "workloads", "-A", *on_manager], check=False)
 
+        drills = binaries.cache_dir() / "drills" / args.name  # kept after the federation
         if not args.no_drill:
+            drills.mkdir(parents=True, exist_ok=True)
             step("an outage drill: worker-1's kube-apiserver killed, kfed drill outage")
 
             # Under the default policy, at-most-once, nothing moves while worker-1 is down:
@@ -296,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
                     e2e_command("start"),
                     *on_manager,
                     "--output",
-                    str(fed.directory),
+                    str(drills),
+                    "--plot",
+                    str(drills / "drill-outage.png"),
                 ],
                 check=False,
                 cwd=repo,
@@ -326,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
                     "worker-1",
                     *on_manager,
                     "--output",
-                    str(fed.directory),
+                    str(drills),
+                    "--plot",
+                    str(drills / "drill-partition.png"),
                 ],
                 check=False,
             )
@@ -358,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         print(", ".join(f"http://127.0.0.1:{ports[w]}/metrics ({w})" for w in WORKER_NAMES))
         print(f"   traces:     {sink.path} (OTLP/HTTP receiver at {sink.endpoint})")
         print(f"   logs:       {logs}")
+        if not args.no_drill:
+            print(f"   drills:     {drills} (JSON reports, timelines drill-*.png; kept)")
         print(f"   kubeconfig: python -m e2e kubeconfig --name {args.name} --cluster manager")
         if args.keep:
             print(

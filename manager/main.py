@@ -18,19 +18,29 @@ from pathlib import Path
 
 from manager.controllers.flags import add_controller_flags, controller_settings_from
 from manager.federation.admission_webhook import ManagerWebhook
+from manager.federation.retention import parse_duration
 from manager.federation.runtime import FederationController
 from manager.federation.settings import DispatchMode, FailoverPolicy, FederationSettings
 from manager.federation.webhookconfig import ServiceReference
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
+from manager.kube.backoff import Backoff
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
+from manager.observability.aggregated import AggregatedVisibilityServer
 from manager.observability.entrypoint import run_process
 from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ManagerSource
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger("manager")
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,6 +67,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "or enough quota) keeps its manager quota before it is evicted and requeued",
     )
     p.add_argument("--gc-interval", type=float, default=d.gc_interval)
+    p.add_argument(
+        "--finished-retention",
+        type=_duration,
+        default=d.finished_retention,
+        metavar="DURATION",
+        help="how long a finished workload's objects (its copy, Job and pods) stay on the "
+        "worker it ran on before they are collected: seconds, or 90s, 10m, 1h30m; 0 (the "
+        "default): at once. Per ClusterQueue: annotation kfed.io/finished-retention. A "
+        "deleted workload's go at once",
+    )
     p.add_argument("--worker-lease-duration", type=float, default=d.lease_duration)
     p.add_argument("--worker-lease-renew-period", type=float, default=d.lease_renew_period)
     p.add_argument("--worker-request-timeout", type=float, default=d.request_timeout)
@@ -134,6 +154,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--metrics-port", type=int, default=8080, help="their port; 0: any free port (logged)"
     )
+    p.add_argument(
+        "--visibility-host",
+        help="address of the aggregated visibility API (default: --webhook-host's)",
+    )
+    p.add_argument(
+        "--visibility-port",
+        type=int,
+        default=0,
+        help="serve Kueue's visibility API to kube-apiserver's aggregation (the APIServices "
+        "of deploy/manager) on this port, over TLS with the webhook's certificate, front-proxy "
+        "client certificates required, callers authorized by SubjectAccessReview; 0: not",
+    )
+    p.add_argument(
+        "--trace-url",
+        default="",
+        metavar="URL",
+        help="a trace UI's page of one trace, {trace_id} standing for its id (e.g. "
+        "http://jaeger.example:16686/trace/{trace_id}): workload pages link to their trace",
+    )
     p.add_argument("--log-level", default="INFO")
     args = p.parse_args(argv)
     if args.kubeconfig is None and not running_in_cluster():
@@ -162,6 +201,7 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
         admission_timeout=args.admission_timeout,
         dispatch_deadline=args.dispatch_deadline,
         gc_interval=args.gc_interval,
+        finished_retention=args.finished_retention,
         request_timeout=args.worker_request_timeout,
         lease_duration=args.worker_lease_duration,
         lease_renew_period=args.worker_lease_renew_period,
@@ -170,6 +210,37 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
         credentials_warning=args.credentials_warning,
         failover_policy=FailoverPolicy(args.failover_policy),
     )
+
+
+async def serve_visibility(
+    api: KubeApi, observed: ManagerSource, webhook: ManagerWebhook, args: argparse.Namespace
+) -> None:
+    """The aggregated visibility API, once the webhook has its serving certificate. One that
+    cannot start (no front proxy configured, its settings unreadable) is logged and tried
+    again later, backing off; the rest of the manager runs on meanwhile."""
+    await webhook.started.wait()
+    backoff = Backoff(initial=5.0, cap=300.0)
+    while True:
+        server = AggregatedVisibilityServer(
+            api,
+            observed.cluster_state,
+            args.visibility_host or args.webhook_host,
+            args.visibility_port,
+            webhook.cert_dir,
+        )
+        try:
+            await server.start()
+        except (errors.KubeError, ValueError, OSError) as err:
+            delay = backoff.next_delay()
+            log.error(
+                "not serving the aggregated visibility API (%s); trying again in %.0fs", err, delay
+            )
+            await asyncio.sleep(delay)
+            continue
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.stop()
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -189,7 +260,9 @@ async def run(args: argparse.Namespace) -> None:
             ),
         )
 
-        observed = ManagerSource(Metrics.for_process(), identity=args.identity, elector=elector)
+        observed = ManagerSource(
+            Metrics.for_process(), identity=args.identity, elector=elector, trace_url=args.trace_url
+        )
         server = ObservabilityServer(observed, args.metrics_host, args.metrics_port)
         await server.start()  # first: a port already taken ends the process at once
 
@@ -224,6 +297,8 @@ async def run(args: argparse.Namespace) -> None:
                 ),
             )
             parts.append(webhook.run())
+            if args.visibility_port:
+                parts.append(serve_visibility(api, observed, webhook, args))
         tasks = [asyncio.ensure_future(p) for p in parts]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

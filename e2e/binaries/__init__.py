@@ -62,7 +62,7 @@ def _dir_of(binary: str, versions: Versions) -> Path:
 
 def path_of(binary: str) -> Path:
     """Path of a built binary (kube-apiserver, kube-controller-manager, kube-scheduler,
-    kubectl, etcd, kwok); raises BinariesMissing when it has not been built yet."""
+    kubectl, kubelet, etcd, kwok); raises BinariesMissing when it has not been built yet."""
     directory = _dir_of(binary, read_versions())
     path = directory / binary
     if not (directory / ".done").exists() or not path.exists():

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the local test-bed binaries from Go modules and caches them outside the repo:
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes)
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+#   kubelet (the real node, e2e/realnode)                             (k8s.io/kubernetes)
 #   etcd                                                               (go.etcd.io/etcd/server/v3)
 #   kwok                                                               (sigs.k8s.io/kwok)
-# Idempotent: a binary set that is already built (its .done stamp exists) is skipped.
+# Idempotent: a binary set that is already built (its .done stamp exists) is skipped; a
+# Kubernetes set built before a binary joined the list gets just the missing one.
 # Cache root: $KFED_CACHE_DIR, default ~/.cache/kfed. Prints the bin directory last.
 set -euo pipefail
 
@@ -23,8 +25,18 @@ source "$here/lib.sh"
 require_go "Kubernetes v$K8S_VERSION"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
+# Every binary of the Kubernetes set, one cache key (K8S_VERSION) for all of them.
+k8s_binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
+
 build_k8s() {
-  [ -f "$k8s_dir/.done" ] && { say "kubernetes v$K8S_VERSION: cached in $k8s_dir"; return; }
+  # One build at a time per version (make binaries, `python -m e2e up` and a test run may
+  # all call this script): the second waits, then finds the binaries cached.
+  exec 9>"$work/.k8s-v$K8S_VERSION.lock"
+  flock 9
+  local missing=() b
+  for b in "${k8s_binaries[@]}"; do [ -x "$k8s_dir/$b" ] || missing+=("$b"); done
+  [ -f "$k8s_dir/.done" ] && [ ${#missing[@]} -eq 0 ] && { say "kubernetes v$K8S_VERSION: cached in $k8s_dir"; return; }
+  [ -f "$k8s_dir/.done" ] || missing=("${k8s_binaries[@]}")
   local mod="$work/k8s-v$K8S_VERSION" t0=$SECONDS
   say "kubernetes v$K8S_VERSION: preparing module in $mod"
   rm -rf "$mod" && mkdir -p "$mod" "$k8s_dir"
@@ -48,10 +60,9 @@ build_k8s() {
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldf="$ldf -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
-  say "kubernetes v$K8S_VERSION: compiling kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (the slow part)"
+  say "kubernetes v$K8S_VERSION: compiling ${missing[*]} (the slow part)"
   go build -trimpath -tags selinux,notest -ldflags "$ldf" -o "$k8s_dir/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    "${missing[@]/#/k8s.io/kubernetes/cmd/}"
   touch "$k8s_dir/.done"
   say "kubernetes v$K8S_VERSION: built in $((SECONDS - t0))s"
 }

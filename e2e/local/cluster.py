@@ -1,6 +1,7 @@
 """One local Kubernetes control plane: etcd + kube-apiserver (TLS, client-certificate admin,
 RBAC on), plus, in full mode, kube-controller-manager, kube-scheduler and kwok with fake GPU
-nodes so that Jobs really get pods scheduled and completed."""
+nodes so that Jobs really get pods scheduled and completed, and their containers have a log
+(kwok's server plays the nodes' kubelet for ``kubectl logs``; see ``pod_log_file``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from e2e.local import pki
 from e2e.local.process import ManagedProcess
 
 STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
+POD_LOG_TEMPLATE = Path(__file__).with_name("kwok-pod.log")
+"""What every container of a full cluster logs (CRI log format), until a test appends more."""
 # Nodes kwok manages carry this annotation; kwok leaves every other node alone.
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
@@ -56,18 +59,30 @@ class Ports:
     etcd_client: int
     etcd_peer: int
     apiserver: int
+    kwok: int = 0
+    """kwok's server, the nodes' kubelet endpoint (full mode; picked when kwok starts)."""
+
+
+_handed_out: set[int] = set()
+"""Ports this process picked before: a port picked but not bound yet (a process still
+starting) is free to the kernel and must not be handed out twice."""
 
 
 def free_ports(count: int) -> list[int]:
-    """Ports the kernel calls free right now; all sockets are held until every port is
-    picked, so the list has no duplicates."""
+    """Ports the kernel calls free right now and this process did not pick before; all
+    sockets are held until every port is picked, so the list has no duplicates."""
     sockets = []
+    picked: list[int] = []
     try:
-        for _ in range(count):
+        while len(picked) < count:
             s = socket.socket()
             s.bind(("127.0.0.1", 0))
             sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
+            port = s.getsockname()[1]
+            if port not in _handed_out:
+                picked.append(port)
+        _handed_out.update(picked)
+        return picked
     finally:
         for s in sockets:
             s.close()
@@ -97,6 +112,17 @@ class LocalCluster:
     def _pki(self) -> Path:
         return self.directory / "pki"
 
+    @property
+    def pod_log_file(self) -> Path:
+        """The log kwok serves for every container of this (full) cluster, in CRI log format
+        (``<RFC 3339 time> stdout F <text>``): what ``kubectl logs`` prints. A line appended
+        while a log is followed is streamed to the follower."""
+        return self.directory / "kwok" / "pod.log"
+
+    @property
+    def _kwok_logs_config(self) -> Path:
+        return self.directory / "kwok" / "logs.yaml"
+
     def prepare(self) -> None:
         """Write certificates and the admin kubeconfig (with embedded data, no file paths,
         so it can be handed to kfed as a Secret unchanged)."""
@@ -109,10 +135,39 @@ class LocalCluster:
         admin = ca.issue("kfed-admin", organization="system:masters")
         admin.write(self._pki, "admin")
         pki.service_account_keys().write(self._pki, "sa")
+        # The front proxy kube-apiserver presents to aggregated API servers (the manager's
+        # visibility API): its own CA, as kubeadm sets it up.
+        front_proxy = pki.CertificateAuthority(f"kfed-{self.name}-front-proxy-ca")
+        front_proxy.pair.write(self._pki, "front-proxy-ca")
+        front_proxy.issue("front-proxy-client").write(self._pki, "front-proxy-client")
+        if self.full:
+            self._prepare_kwok_server(ca)
         self.kubeconfig.write_text(
             yaml.safe_dump(kubeconfig_dict(self.name, self.server, ca.pair.cert_pem, admin))
         )
         self.kubeconfig.chmod(0o600)
+
+    def _prepare_kwok_server(self, ca: pki.CertificateAuthority) -> None:
+        """kwok's server stands in for the nodes' kubelet: kube-apiserver calls it (with its
+        kubelet-client certificate, checking kwok's serving certificate against the cluster's
+        CA) for container logs, which kwok reads from ``pod_log_file`` (a ClusterLogs object
+        for every pod, in kwok's configuration)."""
+        ca.issue("kwok-kubelet", server_hosts=("127.0.0.1", "localhost")).write(self._pki, "kwok")
+        ca.issue("kube-apiserver-kubelet-client", organization="system:masters").write(
+            self._pki, "kubelet-client"
+        )
+        self.pod_log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.pod_log_file.write_text(POD_LOG_TEMPLATE.read_text())
+        cluster_logs = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "kfed-pod-logs"},
+            "spec": {
+                "selector": {},
+                "logs": [{"containers": [], "logsFile": str(self.pod_log_file), "follow": True}],
+            },
+        }
+        self._kwok_logs_config.write_text(yaml.safe_dump(cluster_logs))
 
     # -- processes ---------------------------------------------------------------------
 
@@ -174,9 +229,31 @@ class LocalCluster:
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
+                # Aggregated APIs: the front proxy's identity, and routing to a Service's
+                # endpoints directly (no kube-proxy here).
+                f"--requestheader-client-ca-file={d / 'front-proxy-ca.crt'}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={d / 'front-proxy-client.crt'}",
+                f"--proxy-client-key-file={d / 'front-proxy-client.key'}",
+                "--enable-aggregator-routing=true",
+                *self._kubelet_flags(),
                 "--v=0",
             ],
         )
+
+    def _kubelet_flags(self) -> list[str]:
+        """How kube-apiserver reaches the nodes' kubelet, kwok's server (full mode)."""
+        if not self.full:
+            return []
+        d = self._pki
+        return [
+            f"--kubelet-client-certificate={d / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={d / 'kubelet-client.key'}",
+            f"--kubelet-certificate-authority={d / 'ca.crt'}",
+        ]
 
     def start_process(
         self, role: str, argv: list[str], *, env: dict[str, str] | None = None
@@ -213,16 +290,26 @@ class LocalCluster:
             ],
         )
         key, value = KWOK_NODE_ANNOTATION
+        if not self.ports.kwok:
+            self.ports.kwok = free_ports(1)[0]
+        d = self._pki
         self._process(
             "kwok",
             [
                 str(binaries.path_of("kwok")),
                 f"--kubeconfig={kubeconfig}",
                 f"--config={STAGES_FILE}",
+                f"--config={self._kwok_logs_config}",
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={key}={value}",
                 "--cidr=10.244.0.1/16",
-                "--node-ip=10.255.0.1",
+                # The nodes' address and kubelet port: kwok's server on this host, where
+                # kube-apiserver fetches container logs.
+                "--node-ip=127.0.0.1",
+                f"--node-port={self.ports.kwok}",
+                f"--server-address=127.0.0.1:{self.ports.kwok}",
+                f"--tls-cert-file={d / 'kwok.crt'}",
+                f"--tls-private-key-file={d / 'kwok.key'}",
             ],
         )
 

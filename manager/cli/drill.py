@@ -8,8 +8,9 @@ cluster, waits until the manager has it Active again, removes the probes, prints
 writes it as JSON.
 
 The steps live in their own modules: ``drillprobes`` (choosing the flavor, placing and
-removing probes), ``drillbreak`` (breaking and restoring), ``drillwatch`` (the samples) and
-``drillreport`` (the maths, the verdict and the output).
+removing probes), ``drillbreak`` (breaking and restoring), ``drillwatch`` (the samples),
+``drillreport`` (the maths, the verdict and the output) and ``drillplot`` (``--plot``: the
+timeline as a picture).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from typing import Any, TypeVar
 import click
 
 from manager.api import constants as C
-from manager.cli import drillbreak, drillprobes, drillreport, prediction
+from manager.cli import drillbreak, drillplot, drillprobes, drillreport, prediction
 from manager.cli.common import (
+    EXIT_FAILED,
     EXIT_UNREACHABLE,
     CliError,
     Target,
@@ -73,6 +75,8 @@ class DrillOptions:
     restore_command: str | None = None
     hold: float | None = None
     """Restore after this many seconds even if the probes have not moved (None: --timeout)."""
+    plot: str | None = None
+    """Where to draw the drill's timeline (.png or .svg; None: no picture)."""
 
     @property
     def probe_seconds(self) -> int:
@@ -91,6 +95,22 @@ def report_path(output: str | None, kind: str, cluster: str, when: dt.datetime) 
         return path / name
     if not path.parent.is_dir():
         raise usage_error(f"--output {output}: directory {path.parent} does not exist")
+    return path
+
+
+def plot_path(plot: str | None) -> Path | None:
+    """Where ``--plot`` draws the timeline, checked before anything is touched: a .png or
+    .svg in an existing directory, with matplotlib installed (None: no picture)."""
+    if plot is None:
+        return None
+    path = Path(plot).expanduser()
+    if drillplot.plot_format(path) is None:
+        raise usage_error(f"--plot {plot}: the picture's name must end in .png or .svg")
+    if not path.parent.is_dir():
+        raise usage_error(f"--plot {plot}: directory {path.parent} does not exist")
+    missing = drillplot.unavailable()
+    if missing is not None:
+        raise usage_error(missing)
     return path
 
 
@@ -242,6 +262,7 @@ async def _drill(target: Target, opts: DrillOptions) -> int:
     out, err = console(), console(stderr=True)
     run_id = secrets.token_hex(3)
     report_path(opts.output, opts.kind, opts.cluster, dt.datetime.now(dt.UTC))  # fail early
+    picture = plot_path(opts.plot)
     if opts.blackhole:
         drillbreak.server_url(opts.blackhole)  # bad input fails before anything is touched
 
@@ -324,6 +345,13 @@ async def _drill(target: Target, opts: DrillOptions) -> int:
             f"cannot write the report to {path}: {problem.strerror or problem}"
         ) from None
     out.print(drillreport.render(report, output_path=str(path)))
+    if picture is not None:
+        try:
+            drillplot.render(report, picture)
+        except OSError as problem:
+            err.print(f"error: cannot write the plot to {picture}: {problem.strerror or problem}")
+            return report.exit_code or EXIT_FAILED
+        out.print(f"plot written to {picture}")
     return report.exit_code
 
 
@@ -484,6 +512,14 @@ def drill_options(f: F) -> F:
                 help="Seconds between two reads of each cluster: the precision of the times.",
             ),
             click.option(
+                "--plot",
+                default=None,
+                metavar="FILE.png|FILE.svg",
+                help="Also draw the drill's timeline (each worker's probes over time, the cut, "
+                "detection, fencing, re-dispatch, running elsewhere) into this picture; the "
+                "suffix picks the format. Needs matplotlib: pip install 'kfed[plot]'.",
+            ),
+            click.option(
                 "--output",
                 "-o",
                 default=None,
@@ -515,7 +551,8 @@ def group() -> None:
          once (a double run);
       5. restores the cluster (also on errors and Ctrl-C), waits until it is Active again and
          the manager removed the probes' copies, deletes the probes;
-      6. prints the report (p50/max per phase, one row per probe) and writes it as JSON.
+      6. prints the report (p50/max per phase, one row per probe) and writes it as JSON;
+         with --plot, draws its timeline as a PNG or SVG picture.
 
     \b
     Exit codes: 0 every probe ran again (elsewhere, or on the cluster once it was restored:

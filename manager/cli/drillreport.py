@@ -132,22 +132,55 @@ def _by_cluster(samples: Iterable[WorkerSample]) -> dict[str, list[WorkerSample]
     return result
 
 
-def running_intervals(samples: Sequence[WorkerSample], cluster: str, probe: str) -> list[Interval]:
-    """When ``probe`` ran on ``cluster``: runs of consecutive samples that saw it Running."""
+def _stretches(
+    times_seen: Iterable[tuple[float, bool]], clusters: tuple[str, ...] = ()
+) -> list[Interval]:
+    """Runs of consecutive (time, seen) samples with ``seen`` true, from the first to the last
+    sample of each run."""
     result: list[Interval] = []
     start: float | None = None
     last = 0.0
-    for sample in _by_cluster(samples).get(cluster, []):
-        if probe in sample.running:
+    for at, seen in times_seen:
+        if seen:
             if start is None:
-                start = sample.at
-            last = sample.at
+                start = at
+            last = at
         elif start is not None:
-            result.append(Interval(start, last, (cluster,)))
+            result.append(Interval(start, last, clusters))
             start = None
     if start is not None:
-        result.append(Interval(start, last, (cluster,)))
+        result.append(Interval(start, last, clusters))
     return result
+
+
+def running_intervals(samples: Sequence[WorkerSample], cluster: str, probe: str) -> list[Interval]:
+    """When ``probe`` ran on ``cluster``: runs of consecutive samples that saw it Running."""
+    own = _by_cluster(samples).get(cluster, [])
+    return _stretches(((s.at, probe in s.running) for s in own), (cluster,))
+
+
+def copy_intervals(samples: Sequence[WorkerSample], cluster: str, probe: str) -> list[Interval]:
+    """When ``probe`` had a Workload copy on ``cluster``: runs of consecutive samples."""
+    own = _by_cluster(samples).get(cluster, [])
+    return _stretches(((s.at, probe in s.copies) for s in own), (cluster,))
+
+
+def readable(samples: Sequence[WorkerSample], cluster: str, *, gap: float) -> list[Interval]:
+    """The stretches when the drill could read ``cluster``: its samples, split where two in a
+    row are more than ``gap`` apart (the complement of ``unobserved``)."""
+    times = [s.at for s in _by_cluster(samples).get(cluster, [])]
+    if not times:
+        return []
+    breaks = [(a, b) for a, b in itertools.pairwise(times) if b - a > gap]
+    starts = [times[0], *(b for _, b in breaks)]
+    ends = [*(a for a, _ in breaks), times[-1]]
+    return [Interval(a, b, (cluster,)) for a, b in zip(starts, ends, strict=True)]
+
+
+def lost_intervals(manager: Sequence[ManagerSample], cluster: str) -> list[Interval]:
+    """When the manager reported ``cluster`` lost: runs of consecutive manager samples."""
+    ordered = sorted(manager, key=lambda m: m.at)
+    return _stretches(((m.at, m.cluster_lost) for m in ordered), (cluster,))
 
 
 def overlaps(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
@@ -289,6 +322,23 @@ class Restoration:
 
 
 @dataclass(frozen=True, slots=True)
+class Timeline:
+    """What the drill saw over time, for its picture (``drillplot``); seconds since the
+    break, negative before it."""
+
+    start: float
+    """The first sample (the watch starts just before the break)."""
+    end: float
+    """When the drill stopped watching (restored, Active again, copies gone, or timeouts)."""
+    readable: dict[str, list[Interval]]
+    """Cluster -> the stretches when the drill could read it directly."""
+    copies: dict[str, dict[str, list[Interval]]]
+    """Probe -> cluster -> when a Workload copy of it was there."""
+    lost: list[Interval]
+    """When the manager reported the broken cluster lost."""
+
+
+@dataclass(frozen=True, slots=True)
 class DrillReport:
     kind: str
     cluster: str
@@ -311,6 +361,7 @@ class DrillReport:
     notes: list[str]
     problems: list[str]
     exit_code: int
+    timeline: Timeline
 
     @property
     def double_run_count(self) -> int:
@@ -380,7 +431,8 @@ def build(
     notes: Sequence[str] = (),
 ) -> DrillReport:
     """The report, from the samples taken between the break (0) and ``end``."""
-    holes = unobserved(samples, clusters, start=0.0, end=end, gap=max(1.0, 4 * interval))
+    gap = max(1.0, 4 * interval)
+    holes = unobserved(samples, clusters, start=0.0, end=end, gap=gap)
     results = [
         probe_result(p, cluster, samples, manager, holes, restoration.restored_at) for p in probes
     ]
@@ -419,6 +471,13 @@ def build(
         notes=all_notes,
         problems=problems,
         exit_code=code,
+        timeline=Timeline(
+            start=min([*(s.at for s in samples), *(m.at for m in manager)], default=0.0),
+            end=end,
+            readable={c: readable(samples, c, gap=gap) for c in clusters},
+            copies={p: {c: copy_intervals(samples, c, p) for c in clusters} for p in probes},
+            lost=lost_intervals(manager, cluster),
+        ),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from manager.cli import cluster, common, crds, drill, submit, whatif, workloads
+from manager.cli import cluster, common, crds, drill, logs, submit, whatif, workloads
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,3 +30,4 @@ main.add_command(workloads.workloads_command)
 main.add_command(workloads.explain_command)
 main.add_command(whatif.command)
 main.add_command(drill.group)
+main.add_command(logs.command)

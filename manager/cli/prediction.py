@@ -26,7 +26,7 @@ from manager.cli.tables import amount
 from manager.controllers import conditions
 from manager.controllers.jobkinds.base import MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation import capacity, kubeconfig
+from manager.federation import capacity, kubeconfig, references
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 from manager.kube import errors
 from manager.kube import resources as R
@@ -127,9 +127,11 @@ async def evaluate_worker(
     manager_flavors: Mapping[str, Obj],
     namespace: str,
     allowed: set[str] | None,
+    used: frozenset[references.Reference] = frozenset(),
 ) -> capacity.Candidate:
     """One worker's verdict, with the same pre-checks as the dispatcher (allow-list,
-    connected, namespace binding, maintenance), then capacity.evaluate on its queues."""
+    connected, namespace binding, the objects its pods use (``used``), maintenance), then
+    capacity.evaluate on its queues."""
     if allowed is not None and name not in allowed:
         return capacity.Candidate(
             name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
@@ -153,6 +155,11 @@ async def evaluate_worker(
             f"namespace {request.namespace} is not bound to it ({C.NAMESPACES_ANNOTATION})",
             never=True,
         )
+    refusal = references.refusal(
+        references.policy_of(mk_cluster), used, namespace=request.namespace, worker=name
+    )
+    if refusal is not None:
+        return capacity.Candidate(name, False, refusal, never=True)
     if mode := federated.maintenance_of(mk_cluster):
         return capacity.Candidate(name, False, f"in maintenance ({mode})")
     try:
@@ -240,6 +247,7 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
     allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
     allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
     request = capacity.Request(job_ns, queue, decision.usage)
+    used = references.of_objects(job_ns, (resolved,))
     candidates = list(
         await asyncio.gather(
             *(
@@ -251,6 +259,7 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
                     manager_flavors=snap.flavor_objects,
                     namespace=namespace,
                     allowed=allowed,
+                    used=used,
                 )
                 for order, name in enumerate(clusters)
             )

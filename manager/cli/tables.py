@@ -45,16 +45,16 @@ def render_text(renderable: Any, *, width: int = 200) -> str:
 
 def print_json(console: Console, rows: Any) -> None:
     """Dataclasses (or lists of them) as JSON, for ``--output json``."""
-    console.print_json(json.dumps(_plain(rows)))
+    console.print_json(json.dumps(to_plain(rows)))
 
 
-def _plain(value: Any) -> Any:
+def to_plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [to_plain(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): to_plain(v) for k, v in value.items()}
     return value
 
 

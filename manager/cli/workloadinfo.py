@@ -14,7 +14,9 @@ from manager.cli.tables import age
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry
 from manager.controllers.jobkinds.base import JobKind
+from manager.federation.retaining import ran_on
 from manager.federation.workloadview import (
+    FINISHED,
     Placement,
     cluster_of,
     flavors_of,
@@ -140,6 +142,9 @@ class Explanation:
     conditions: list[str] = field(default_factory=list)
     decision: Placement | None = None
     notes: list[str] = field(default_factory=list)
+    result: str = ""
+    """Finished: how its job ended, from the manager's job (its status was copied from the
+    worker, so it outlives the objects there): ``Complete at ... (succeeded: 1)``."""
 
 
 def _assignments(workload: Obj) -> list[str]:
@@ -161,6 +166,42 @@ def _condition_line(condition: Obj) -> str:
     if condition.get("message"):
         text += f": {condition['message']}"
     return text
+
+
+async def owner_job(api: KubeApi, workload: Obj) -> Obj | None:
+    """The job that owns ``workload`` on the manager, if it still exists."""
+    found = registry.owner_of(workload)
+    if found is None:
+        return None
+    kind, key = found
+    namespace, name = key.split("/", 1)
+    try:
+        return await api.get(kind.resource, name, namespace)
+    except errors.KubeError:
+        return None
+
+
+_FINAL_CONDITIONS = ("Complete", "Completed", "Succeeded", "Failed")
+_COUNTS = ("succeeded", "failed")
+
+
+def result_of(job: Obj | None) -> str:
+    """How a job ended, as its final condition says (``Complete``, ``Failed``...), when,
+    and its pod counts; "" while it has not ended."""
+    status = (job or {}).get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("status") == "True" and condition.get("type") in _FINAL_CONDITIONS:
+            text = str(condition["type"])
+            when = status.get("completionTime") or condition.get("lastTransitionTime")
+            if when:
+                text += f" at {when}"
+            counts = [f"{k}: {status[k]}" for k in _COUNTS if status.get(k)]
+            if counts:
+                text += f" ({', '.join(counts)})"
+            if condition.get("message"):
+                text += f": {condition['message']}"
+            return text
+    return ""
 
 
 def explain(workload: Obj, job: Obj | None = None) -> Explanation:
@@ -188,7 +229,8 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
         summary=why(workload, placement=decision),
         queue=str((workload.get("spec") or {}).get("queueName") or ""),
         cluster_queue=str((status.get("admission") or {}).get("clusterQueue") or ""),
-        cluster=cluster_of(workload),
+        # Finished: where it ran, kept on the Workload after its worker's objects are gone.
+        cluster=(ran_on(workload) if current == FINISHED else "") or cluster_of(workload),
         assignments=_assignments(workload),
         checks=[
             f"{c.get('name')}: {c.get('state', 'Pending')}"
@@ -198,4 +240,5 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
         conditions=[_condition_line(c) for c in status.get("conditions") or []],
         decision=decision,
         notes=notes,
+        result=result_of(job) if current == FINISHED else "",
     )

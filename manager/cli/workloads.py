@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
 
-from manager.cli import workloadinfo
+from manager.cli import positions, workloadinfo
 from manager.cli.common import (
     Target,
     connect_manager,
@@ -20,23 +20,43 @@ from manager.cli.common import (
     split_key,
     target_of,
 )
-from manager.cli.tables import print_json, table
+from manager.cli.tables import print_json, table, to_plain
+from manager.kube import resources as R
 
 # -- workloads -------------------------------------------------------------------------------
 
 
-async def _workloads(target: Target, namespace: str | None, output: str) -> None:
+async def _workloads(
+    target: Target, namespace: str | None, output: str, visibility_url: str | None
+) -> None:
     async with await connect_manager(target) as api:
         rows = await workloadinfo.list_workloads(api, namespace, now=time.time())
+        found = positions.Positions()
+        if any(r.state == "Pending" for r in rows):
+            queues = [q["metadata"]["name"] for q in (await api.list(R.CLUSTER_QUEUES))["items"]]
+            found = await positions.read_positions(api, queues, direct_url=visibility_url)
     out = console()
+    place = {
+        f"{r.namespace}/{r.name}": found.by_workload.get(f"{r.namespace}/{r.name}") for r in rows
+    }
     if output == "json":
-        print_json(out, rows)
+        print_json(
+            out,
+            [
+                {
+                    **to_plain(r),
+                    "positionInClusterQueue": None if p is None else p[0],
+                    "positionInLocalQueue": None if p is None else p[1],
+                }
+                for r, p in zip(rows, place.values(), strict=True)
+            ],
+        )
         return
     if not rows:
         where = f"in namespace {namespace}" if namespace else "in any namespace"
         out.print(f"no workloads {where}")
         return
-    headers = ("kind", "queue", "flavor", "cluster", "state", "age")
+    headers = ("kind", "queue", "flavor", "cluster", "state", "position", "age")
     out.print(
         table(
             ("name", *headers) if namespace else ("namespace", "name", *headers),
@@ -49,12 +69,15 @@ async def _workloads(target: Target, namespace: str | None, output: str) -> None
                     r.flavors,
                     r.cluster,
                     r.state,
+                    positions.describe(place[f"{r.namespace}/{r.name}"]),
                     r.age,
                 )
                 for r in rows
             ),
         )
     )
+    if found.unavailable:
+        out.print(f"positions not shown: {found.unavailable}", style="dim")
 
 
 @click.command("workloads")
@@ -72,11 +95,19 @@ async def _workloads(target: Target, namespace: str | None, output: str) -> None
     show_default=True,
     help="Namespace of the workloads (the Jobs' namespace, as in kubectl; not kfed's namespace).",
 )
+@click.option(
+    "--visibility-url",
+    envvar="KFED_VISIBILITY_URL",
+    metavar="URL",
+    help="Read positions from this manager server (e.g. http://127.0.0.1:8080 through a "
+    "port-forward) instead of through the API server's visibility.kueue.x-k8s.io APIService.",
+)
 @output_option(rows=True)
 @connection_options(namespace=False)
 def workloads_command(
     all_namespaces: bool,
     namespace: str,
+    visibility_url: str | None,
     output: str,
     kubeconfig: str | None,
     context: str | None,
@@ -87,9 +118,17 @@ def workloads_command(
     runs on, status.clusterName, or the one it was sent to, marked "(nominated)"), STATE
     (Pending: waiting for quota; Reserved: quota held, waiting for a worker to admit it;
     Admitted: admitted and placed; Finished; Evicted: lost its admission and requeued),
-    AGE.
+    POSITION (a pending workload's place in line in its ClusterQueue, and in its LocalQueue,
+    from Kueue's visibility API), AGE.
     """
-    run(_workloads(target_of(kubeconfig, context), None if all_namespaces else namespace, output))
+    run(
+        _workloads(
+            target_of(kubeconfig, context),
+            None if all_namespaces else namespace,
+            output,
+            visibility_url,
+        )
+    )
 
 
 # -- explain ---------------------------------------------------------------------------------
@@ -112,6 +151,8 @@ def render_explanation(e: workloadinfo.Explanation) -> Group:
     ]
     if e.cluster:
         parts.append(field("Cluster", e.cluster))
+    if e.result:
+        parts.append(field("Result", e.result))
     for index, line in enumerate(e.assignments):
         parts.append(field("Flavors" if index == 0 else "", line))
     for index, line in enumerate(e.checks):
@@ -139,6 +180,8 @@ async def _explain(target: Target, key: str, output: str) -> None:
     namespace, name = split_key(key)
     async with await connect_manager(target) as api:
         workload, job = await workloadinfo.resolve(api, namespace, name)
+        if job is None:
+            job = await workloadinfo.owner_job(api, workload)
     explanation = workloadinfo.explain(workload, job)
     out = console()
     if output == "json":
@@ -158,7 +201,9 @@ def explain_command(key: str, output: str, kubeconfig: str | None, context: str 
     For a pending workload: the queue's reason (QuotaReserved=False message) or the admission
     check's message. For a placed one: the recorded dispatch decision (annotation
     kfed.io/placement): the chosen cluster, the reason, the scoring rule and every
-    candidate's verdict. Exit 1 when neither exists.
+    candidate's verdict. For a finished one: the worker it ran on and how its job ended
+    (Complete, Failed), also once its objects on the worker are collected. Exit 1 when
+    neither exists.
 
     \b
     Example:

@@ -8,6 +8,7 @@ flavor rtx-a1000: 1 requested, 0 available``.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -126,9 +127,10 @@ def blocked_by_head(cq: ClusterQueueName, head: str) -> PendingReason:
 
 
 def backoff(until: float) -> PendingReason:
-    return PendingReason(
-        PendingKind.BACKOFF, f"requeued after eviction; eligible again at {until:g}"
-    )
+    """``until``: the Unix time of the requeue, written as a time people read (it shows in
+    the Pending Event and on the dashboard)."""
+    when = dt.datetime.fromtimestamp(until, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return PendingReason(PendingKind.BACKOFF, f"requeued after eviction; eligible again at {when}")
 
 
 def waiting_for_preemption(count: int) -> PendingReason:

@@ -1,7 +1,8 @@
 """Leftovers on the workers: copies the manager no longer places there, and our Jobs whose
 Workload is gone. Collected when a lost worker comes back (before anything else happens
 there) and every ``gc_interval``. A finished copy of a live workload is never collected: the
-run it records is the job's result (the reconcile copies it first)."""
+run it records is the job's result (the reconcile copies it first). Nor, until its retention
+is over, the copy (with our Job) of a finished workload's run on the worker it ran on."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from manager.controllers.jobkinds.base import JobKind
 from manager.federation import checkstatus, leftovers
 from manager.federation.lookups import Lookups
 from manager.federation.remote import RemoteCluster, workload_keys_of_job
+from manager.federation.retaining import Retaining, ran_on
 from manager.federation.writes import Writes
 from manager.kube import errors
 from manager.kube import resources as R
@@ -25,11 +27,18 @@ log = logging.getLogger(__name__)
 
 
 class Collector:
-    def __init__(self, look: Lookups, write: Writes, requeue: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        look: Lookups,
+        write: Writes,
+        requeue: Callable[[str], None],
+        retaining: Retaining | None = None,
+    ) -> None:
         self.look = look
         self.write = write
         self.requeue = requeue
         self.state = look.state
+        self.retaining = retaining or Retaining(look.state, look.settings)
 
     async def recover(self, remote: RemoteCluster) -> None:
         """Before anything else happens on a worker that was lost: remove copies the manager
@@ -79,6 +88,8 @@ class Collector:
             holds_quota=ws.has_reservation(obj),
             runs_on=cluster if ready else "",
             placed_on=frozenset(placed_on),
+            ran_on=ran_on(obj),
+            retention_left=self.retaining.left(obj),
         )
 
     async def _judge(

@@ -6,7 +6,10 @@ Per manager Workload (one reconcile at a time, keyed ``namespace/name``):
 1. Not federated (its ClusterQueue has no MultiKueue check): nothing to do.
 2. A copy finished on a worker the manager could not see, and the workload was taken off it
    meanwhile: that run is its result (it never runs again).
-3. Gone, finished, or no longer holding quota: remove every remote copy.
+3. Gone, finished, or no longer holding quota: remove every remote copy; but a finished
+   run's copy, Job and pods stay on the worker it ran on for the retention
+   (``retention.py``: ``--finished-retention``, ClusterQueue ``kfed.io/finished-retention``),
+   then go (a deleted workload's go at once).
 4. Its Job is not ``managedBy`` MultiKueue: the check is Rejected (upstream's message).
 5. A remote copy finished: copy the remote Job's final status to the manager's Job (whose
    own controller then finishes the Workload); the copies go in step 3 afterwards.
@@ -39,6 +42,7 @@ from manager.federation.placing import Placer
 from manager.federation.records import Records, Stats
 from manager.federation.registry import ClusterRegistry
 from manager.federation.remote import RemoteCluster
+from manager.federation.retaining import Retaining, ran_on
 from manager.federation.settings import FederationSettings
 from manager.federation.writes import Writes
 from manager.kube.api import Obj
@@ -64,7 +68,9 @@ class Dispatcher:
         self.write = Writes(manager, self.look, self.stats)
         self.jobs = JobStatus(self.state, self.look)
         self.placer = Placer(self.look, self.write, self.stats)
-        self.collector = Collector(self.look, self.write, self.queue.add)
+        self.retaining = Retaining(self.state, settings)
+        self.retaining.on_change = self._retention_changed
+        self.collector = Collector(self.look, self.write, self.queue.add, self.retaining)
         self._rescan = False
         self.state.workloads.subscribe(self._on_manager_workload)
         self.state.job_kinds.subscribe(self._on_manager_job)
@@ -125,6 +131,13 @@ class Dispatcher:
         remote.workloads().subscribe(on_remote)
         remote.job_informers.subscribe(on_remote_job)
 
+    def _retention_changed(self, cluster_queue: str) -> None:
+        """A ClusterQueue's retention changed: its finished workloads' kept objects may be
+        due sooner or later than planned."""
+        for obj in self.state.workloads.items():
+            if ws.is_finished(obj) and self.retaining.cluster_queue_of(obj) == cluster_queue:
+                self.queue.add(ws.key_of(obj))
+
     def capacity_changed(self) -> None:
         """Something changed on a worker: waiting workloads may fit now (see rescan)."""
         self._rescan = True
@@ -167,7 +180,23 @@ class Dispatcher:
         with tracing.workload_context(self.state.workloads.get(key)):
             return await self._reconcile(key)
 
-    def _facts(self, obj: Obj, check: str, done: tuple[str, Obj] | None) -> routing.WorkloadFacts:
+    def _retention_left(self, obj: Obj, copies: dict[str, Obj]) -> float:
+        """Seconds the finished run's objects still stay on the worker it ran on: only when
+        its copy there ran and ended (a copy that never ran is not kept)."""
+        if not ws.is_finished(obj):
+            return 0.0
+        cluster = ran_on(obj)
+        remote = self.registry.remote(cluster) if cluster else None
+        copy_ = copies.get(cluster)
+        if remote is None or copy_ is None:
+            return 0.0
+        if not self.look.ended_there(remote, ws.key_of(obj), copy_):
+            return 0.0
+        return self.retaining.left(obj)
+
+    def _facts(
+        self, obj: Obj, check: str, done: tuple[str, Obj] | None, copies: dict[str, Obj]
+    ) -> routing.WorkloadFacts:
         """What ``routing.route`` needs to know about a federated workload."""
         rejection = self.look.no_adapter(obj)
         if rejection is None and (unmanaged := self.look.not_managed_by_multikueue(obj)):
@@ -182,6 +211,7 @@ class Dispatcher:
             finished_copy_worker_known=done is not None
             and self.registry.remote(done[0]) is not None,
             rejection=rejection,
+            retention_left=self._retention_left(obj, copies),
         )
 
     async def _reconcile(self, key: str) -> float | None:
@@ -196,11 +226,15 @@ class Dispatcher:
         else:
             copies = self.look.copies(key)
             done = self.look.finished_copy(key, copies)
-            step = routing.route(self._facts(obj, federated[0], done))
+            step = routing.route(self._facts(obj, federated[0], done, copies))
         if step.step is routing.Step.CLEAN_UP:
             await self.write.delete_everywhere(key, obj)
             self.records.forget(key)
             return None
+        if step.step is routing.Step.RETAIN:
+            assert obj is not None  # routed on a finished workload
+            await self.write.delete_everywhere(key, obj, keep=ran_on(obj))
+            return step.after
         if obj is None or federated is None or step.step is routing.Step.NONE:
             return None
         check, clusters = federated
@@ -214,6 +248,7 @@ class Dispatcher:
             cluster, remote_wl = done or ("", {})
             if not ws.has_reservation(obj):
                 log.info("workload %s finished on %s while unreachable: recorded", key, cluster)
+            obj = await self.write.record_ran_on(obj, cluster)
             await self.jobs.finish_from(cluster, obj, remote_wl)
             return None
         record = self.records(key)

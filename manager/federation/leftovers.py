@@ -13,7 +13,9 @@ A copy is judged in one of two moments:
   removed.
 
 In both, a copy that finished while the manager did not see it is never removed: the run it
-records is the job's result, and the reconcile copies it first (``RECORD``).
+records is the job's result, and the reconcile copies it first (``RECORD``). And the copy
+whose run ended on the worker a finished workload ran on stays, with our Job there, until
+its retention is over (``retention.py``); every other copy of it goes at once.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ class WorkloadFacts:
     placed_on: frozenset[str] = frozenset()
     """The workers it runs on or a copy was sent to (``status.clusterName``, the
     capacity-aware placement)."""
+    ran_on: str = ""
+    """Finished: the worker its run ended on (``retaining.ran_on``)."""
+    retention_left: float = 0.0
+    """Finished: seconds its run's objects on ``ran_on`` are still kept (0: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,8 @@ class Verdict(StrEnum):
 def judge_copy(moment: Moment, copy: CopyFacts, workload: WorkloadFacts) -> Verdict:
     if copy.finished and workload.exists and not workload.finished:
         return Verdict.RECORD
+    if workload.exists and workload.finished and retained(copy, workload):
+        return Verdict.KEEP
     if not workload.exists or workload.finished:
         return Verdict.DELETE
     if moment is Moment.RETURNING:
@@ -68,6 +76,11 @@ def judge_copy(moment: Moment, copy: CopyFacts, workload: WorkloadFacts) -> Verd
         return Verdict.KEEP if still_there and copy.active else Verdict.DELETE
     moved = bool(workload.runs_on) and workload.runs_on != copy.worker
     return Verdict.DELETE if moved else Verdict.KEEP
+
+
+def retained(copy: CopyFacts, workload: WorkloadFacts) -> bool:
+    """The copy of a finished workload that ran and ended there, within its retention."""
+    return copy.finished and copy.worker == workload.ran_on and workload.retention_left > 0
 
 
 def job_is_orphan(*, deleting: bool, copy_exists: bool, workload: WorkloadFacts) -> bool:

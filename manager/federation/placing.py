@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 
 from manager.api import constants as C
 from manager.api import quantity
 from manager.controllers import conditions, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.federation import capacity, choosing, workloadview
+from manager.federation import capacity, choosing, references, workloadview
 from manager.federation.lookups import Lookups
 from manager.federation.records import Placement, Stats
 from manager.federation.remote import RemoteCluster
@@ -30,6 +31,8 @@ from manager.kube.api import Obj
 log = logging.getLogger(__name__)
 
 RULE = "best fit, then fewest waiting, then config order"
+TOLD_REFUSALS = 4096
+"""Refusals for references remembered (workload, worker), so each is told by one Event."""
 
 
 def _admitted_at(remote_wl: Obj) -> str:
@@ -46,6 +49,7 @@ class Placer:
         self.registry = look.registry
         self.settings = look.settings
         self.records = look.records
+        self._told_refusals: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     # -- what the workload needs and where it may go ----------------------------------------
 
@@ -90,8 +94,9 @@ class Placer:
     ) -> capacity.Candidate | None:
         """Why no copy may go to worker ``name`` whatever its capacity (None: it may), the
         same in every dispatch mode: not allowed for the job, its namespace not bound to the
-        worker, not connected, not serving the job's kind, blocked by an object kfed did not
-        create, or in maintenance (any value of the annotation, so that a mistyped one errs
+        worker, objects its pods use not allowed there (``references.py``), not connected,
+        not serving the job's kind, blocked by an object kfed did not create, or in
+        maintenance (any value of the annotation, so that a mistyped one errs
         on the side of sending nothing)."""
         key = ws.key_of(obj)
         if allowed is not None and name not in allowed:
@@ -106,6 +111,8 @@ class Placer:
                 f"namespace {namespace} is not bound to it ({C.NAMESPACES_ANNOTATION})",
                 never=True,
             )
+        if (refusal := self.references_refusal(obj, name)) is not None:
+            return capacity.Candidate(name, False, refusal, never=True)
         remote = self.registry.remote(name)
         if remote is None or not remote.connected:
             return capacity.Candidate(name, False, "not connected")
@@ -120,6 +127,26 @@ class Placer:
         if maintenance := self.look.maintenance(name):
             return capacity.Candidate(name, False, f"in maintenance ({maintenance})")
         return None
+
+    def references_refusal(self, obj: Obj, name: str) -> str | None:
+        """Why the worker's ``kfed.io/allowed-references`` keeps this workload away (None:
+        it does not). Told once per workload and worker by a Warning Event on the Workload."""
+        policy = references.policy_of(self.registry.mk_clusters.get(name))
+        if policy is None:
+            return None
+        namespace = str(obj["metadata"].get("namespace") or "")
+        used = references.of_objects(namespace, (obj, self.look.manager_job(obj)))
+        refusal = references.refusal(policy, used, namespace=namespace, worker=name)
+        told = (str(obj["metadata"].get("uid") or ws.key_of(obj)), name)
+        if refusal is not None and self._told_refusals.get(told) != refusal:
+            self._told_refusals[told] = refusal
+            self._told_refusals.move_to_end(told)
+            while len(self._told_refusals) > TOLD_REFUSALS:
+                self._told_refusals.popitem(last=False)
+            self.state.events.warning(
+                obj, references.EVENT_REASON, f"not placed on {name}: {refusal}"
+            )
+        return refusal
 
     def candidates(self, obj: Obj, clusters: list[str]) -> list[capacity.Candidate]:
         """Every worker of the config, evaluated for this workload."""

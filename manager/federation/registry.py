@@ -22,7 +22,7 @@ from manager.api import constants as C
 from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers import eventreasons as told
-from manager.federation import credentials, kubeconfig
+from manager.federation import credentials, kubeconfig, references
 from manager.federation.remote import RemoteCluster, cluster_identity
 from manager.federation.settings import FederationSettings
 from manager.kube import errors
@@ -131,6 +131,16 @@ class ClusterRegistry:
         if changed and event.old is not None and event.obj is not None:
             told.maintenance_changed(self.events, event.obj, level)
         rebound = federated.bound_namespaces(event.obj) != federated.bound_namespaces(event.old)
+        policy = references.policy_of(event.obj)
+        if policy != references.policy_of(event.old):
+            rebound = True
+            if isinstance(policy, references.Malformed) and event.obj is not None:
+                self.events.warning(
+                    event.obj,
+                    references.MALFORMED_REASON,
+                    f"{references.ANNOTATION}: {policy.problem}; this worker takes no "
+                    "workload until it is fixed",
+                )
         if (changed or rebound) and self.on_maintenance is not None:
             # Waiting workloads may fit (or no longer may go) there now.
             self.on_maintenance(event.key)

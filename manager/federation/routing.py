@@ -6,7 +6,9 @@ in, the step to take out (``Dispatcher._reconcile`` carries it out). The rules, 
 3. a copy finished on a worker the manager could not see, and the workload was taken off
    it meanwhile (moved, requeued): that run counts, record it; it never runs again
    (``RECORD_FINISHED``);
-4. it finished, gave its quota back or is being deleted: delete its copies (``CLEAN_UP``);
+4. it finished and its run's objects are kept a while (``retention.py``): delete every
+   other copy, keep those on the worker it ran on until then (``RETAIN``); it finished, gave
+   its quota back or is being deleted: delete its copies (``CLEAN_UP``);
 5. it may not be federated (its owner's kind has no MultiKueue adapter, or its Job is not
    ``managedBy`` MultiKueue): the check rejects it, once (``REJECT``);
 6. a copy finished: if the check is not Ready yet, the worker won and ran it while nobody
@@ -25,6 +27,7 @@ from enum import StrEnum
 class Step(StrEnum):
     NONE = "none"
     CLEAN_UP = "clean-up"
+    RETAIN = "retain"
     RECORD_FINISHED = "record-finished"
     REJECT = "reject"
     WIN = "win"
@@ -49,6 +52,8 @@ class WorkloadFacts:
     """That worker is still registered."""
     rejection: str | None = None
     """Why it may not be federated (None: it may)."""
+    retention_left: float = 0.0
+    """Finished: seconds its run's objects stay on the worker it ran on (0: none kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,8 @@ class Route:
     step: Step
     message: str = ""
     """REJECT: the check's message."""
+    after: float | None = None
+    """RETAIN: seconds until the kept objects are due (look again then)."""
 
 
 def route(facts: WorkloadFacts) -> Route:
@@ -66,6 +73,8 @@ def route(facts: WorkloadFacts) -> Route:
     taken_off = not (facts.holds_quota or facts.finished or facts.deleting)
     if facts.finished_copy and taken_off:
         return Route(Step.RECORD_FINISHED)
+    if facts.finished and not facts.deleting and facts.retention_left > 0:
+        return Route(Step.RETAIN, after=facts.retention_left)
     if facts.finished or not facts.holds_quota or facts.deleting:
         return Route(Step.CLEAN_UP)
     if facts.rejection is not None:

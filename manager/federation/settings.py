@@ -94,6 +94,11 @@ class FederationSettings:
     """The outage timeout (upstream's ``workerLostTimeout``, 15 min there): at-most-once
     workloads of a lost worker move after this long, and its shim fences them by then. Also
     the wait for workers without kfed's shim (e.g. upstream Kueue), which cannot fence."""
+    finished_retention: float = 0.0
+    """How long a finished workload's objects stay on the worker it ran on (its Workload
+    copy, our Job there and its pods), from its Finished time, for people to look at them
+    there; then they are collected. 0: at once, as upstream. Per ClusterQueue:
+    ``kfed.io/finished-retention`` (``retention.py``). A deleted workload's go at once."""
     credentials_warning: float = 6 * 3600.0
     """A worker's kubeconfig whose token or client certificate runs out within this many
     seconds gets the ``kfed.io/CredentialsExpiring`` condition, an Event and a dashboard
@@ -127,6 +132,12 @@ FAILOVER_POLICY_ANNOTATION = "kfed.io/failover"
 FENCE_AFTER_ANNOTATION = "kfed.io/fence-after-seconds"
 """On a remote Workload: how long the shim waits without a manager lease renewal before it
 fences this copy (the lease duration for fast copies, the outage timeout otherwise)."""
+RETENTION_ANNOTATION = "kfed.io/finished-retention"
+"""On a manager ClusterQueue: how long its finished workloads' objects stay on their worker
+(``1h``, ``90s``, ``1h30m`` or seconds); overrides the manager's ``--finished-retention``."""
+RAN_ON_ANNOTATION = "kfed.io/ran-on"
+"""On a finished manager Workload: the worker its run ended on, written only when
+``status.clusterName`` does not say it (it finished there unseen after it was requeued)."""
 ALLOWED_CLUSTERS_ANNOTATION = "kfed.io/allowed-clusters"
 """On a Job (copied to its Workload): comma-separated worker names it may run on."""
 PLACEMENT_ANNOTATION = "kfed.io/placement"

@@ -217,6 +217,12 @@ def positions(state: ClusterState, cluster_queue: str) -> dict[str, tuple[int, i
 # -- discovery -------------------------------------------------------------------------
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st: a place in line for people."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def api_group() -> Obj:
     versions = [{"groupVersion": f"{GROUP}/{v}", "version": v} for v in VERSIONS]
     return {

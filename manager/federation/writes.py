@@ -24,7 +24,11 @@ from manager.federation import checkstatus, remoteobjects
 from manager.federation.lookups import Lookups, foreign_reason, made_for, ours
 from manager.federation.records import Stats
 from manager.federation.remote import RemoteCluster
-from manager.federation.settings import FENCE_AFTER_ANNOTATION, PLACEMENT_ANNOTATION
+from manager.federation.settings import (
+    FENCE_AFTER_ANNOTATION,
+    PLACEMENT_ANNOTATION,
+    RAN_ON_ANNOTATION,
+)
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import Obj
@@ -136,6 +140,28 @@ class Writes:
         self.state.workloads.remember_written(ws.key_of(written), obj, written)
         return written
 
+    async def record_ran_on(self, obj: Obj, cluster: str) -> Obj:
+        """Where its run ended, on the Workload, when ``status.clusterName`` will not say it
+        (requeued meanwhile, or placed elsewhere): `kfed explain` reads it once the copies
+        are gone. Returns the Workload as written (``obj`` when nothing was), the base of
+        the next write."""
+        annotations = obj["metadata"].get("annotations") or {}
+        if cluster in (ws.status_of(obj).get("clusterName"), annotations.get(RAN_ON_ANNOTATION)):
+            return obj
+        meta = obj["metadata"]
+        try:
+            written = await self.state.api.patch(
+                R.WORKLOADS,
+                meta["name"],
+                {"metadata": {"annotations": {RAN_ON_ANNOTATION: cluster}}},
+                meta["namespace"],
+            )
+        except errors.KubeError as err:
+            log.info("recording where %s ran failed: %s", ws.key_of(obj), err)
+            return obj
+        self.state.workloads.remember_written(ws.key_of(written), obj, written)
+        return written
+
     # -- copies on the workers ---------------------------------------------------------
 
     async def create_copy(self, remote: RemoteCluster, obj: Obj) -> bool:
@@ -208,12 +234,15 @@ class Writes:
                 )
             await remote.api.delete(R.WORKLOADS, name, namespace)
 
-    async def delete_everywhere(self, key: str, obj: Obj | None) -> None:
-        """Every copy of ``key``. For a workload that lives on unfinished, a copy is read
-        afresh first: one that finished while the manager could not see it is kept (the
-        reconcile records that run as the job's result), whatever a lagging cache says."""
+    async def delete_everywhere(self, key: str, obj: Obj | None, *, keep: str = "") -> None:
+        """Every copy of ``key`` (but those on worker ``keep``: a finished run's, retained).
+        For a workload that lives on unfinished, a copy is read afresh first: one that
+        finished while the manager could not see it is kept (the reconcile records that run
+        as the job's result), whatever a lagging cache says."""
         live = obj is not None and not ws.is_finished(obj)
         for remote in self.look.registry.active():
+            if remote.name == keep:
+                continue
             if remote.workloads().get(key) is None and not self.look.remote_jobs_of(remote, key):
                 continue
             if live and await self._finished_there(remote, key):

@@ -1,6 +1,7 @@
 """The dashboard page: one self-contained HTML document (inline CSS and JavaScript, nothing
-loaded from elsewhere) that fetches ``state.json`` every few seconds and renders three
-tables: worker clusters, cluster queues, workloads.
+loaded from elsewhere) that fetches ``state.json`` every few seconds and renders charts of
+the last half hour (SVG images drawn by the server, ``charts.py``) and three tables: worker
+clusters, cluster queues, workloads (each linking to its own page).
 
 Everything from the server is inserted as text (``textContent``), never as markup, so a
 name or a message cannot inject anything into the page.
@@ -46,6 +47,9 @@ PAGE = """<!DOCTYPE html>
   .note { color: #5b6475; font-size: 12px; }
   details summary { cursor: pointer; color: #1f4f9b; font-size: 12px; }
   ul.plain { margin: 2px 0; padding-left: 16px; }
+  #charts { display: flex; flex-wrap: wrap; gap: 10px; }
+  #charts img { background: #fff; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
+  a.workload { color: inherit; }
 </style>
 </head>
 <body>
@@ -57,6 +61,11 @@ PAGE = """<!DOCTYPE html>
 </header>
 <main>
   <div id="banner"></div>
+  <section>
+    <h2>The recent past <small>(kept in memory by this process; from
+      <a href="history.json">history.json</a>)</small></h2>
+    <div id="charts"></div>
+  </section>
   <section id="clusters-section">
     <h2>Worker clusters</h2>
     <table id="clusters"><thead><tr>
@@ -85,6 +94,8 @@ PAGE = """<!DOCTYPE html>
 "use strict";
 const REFRESH_MS = __REFRESH__ * 1000;
 const openDetails = new Set();
+const CHARTS = [["pending", false], ["admitted", false], ["gpus", true],
+                ["dispatch-latency", true], ["failovers", true]];
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -179,9 +190,28 @@ function why(w) {
   return cell;
 }
 
+function workloadLink(w) {
+  const href = "../workloads/" + encodeURIComponent(w.namespace) + "/" +
+               encodeURIComponent(w.name);
+  return el("a", {class: "workload", href: href}, el("b", {}, w.name));
+}
+
+function drawCharts(role) {
+  const box = document.getElementById("charts");
+  const wanted = CHARTS.filter(([, managerOnly]) => role === "manager" || !managerOnly);
+  if (box.children.length !== wanted.length) {
+    box.replaceChildren(...wanted.map(([name]) =>
+      el("img", {id: "chart-" + name, alt: name, width: "460", height: "210"})));
+  }
+  const stamp = Date.now();
+  for (const [name] of wanted) {
+    document.getElementById("chart-" + name).src = "charts/" + name + ".svg?t=" + stamp;
+  }
+}
+
 function workloadRows(workloads) {
   return workloads.map(w => [
-    el("td", {}, el("b", {}, w.name),
+    el("td", {}, workloadLink(w),
        el("div", {class: "note"}, (w.kind ? w.kind + " · " : "") + w.namespace)),
     el("td", {class: "nowrap"}, w.queue,
        w.cluster_queue ? el("div", {class: "note"}, w.cluster_queue) : null),
@@ -211,6 +241,7 @@ function render(s) {
                : "No replica leads yet: waiting for the leader election."));
   }
   document.getElementById("clusters-section").hidden = s.role !== "manager";
+  drawCharts(s.role);
   fill("clusters", clusterRows(s.clusters), 7,
        s.is_leader ? "no MultiKueueCluster registered" : "shown by the leader");
   fill("queues", queueRows(s.queues), 7, "no ClusterQueue");

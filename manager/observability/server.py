@@ -6,7 +6,9 @@
 - ``/metrics``: Prometheus' text format, from the process's own registry; the state gauges
   are set from the in-memory views right before (see ``telemetry.metrics``);
 - ``/dashboard``: one self-contained page that refreshes itself from
-  ``/dashboard/state.json``;
+  ``/dashboard/state.json``, with charts of the recent past (``/dashboard/charts/NAME.svg``,
+  drawn here from a sample taken every few seconds; their data: ``/dashboard/history.json``);
+- ``/workloads/NS/NAME``: one workload's page (its timeline, the dispatch decision);
 - ``/apis/visibility.kueue.x-k8s.io/...``: Kueue's visibility API, the pending workloads of
   a ClusterQueue or LocalQueue with their positions (``federation/visibility.py``).
 """
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -23,14 +26,18 @@ from aiohttp import web
 
 from manager.controllers.state import ClusterState
 from manager.federation import visibility
-from manager.observability import dashboard
+from manager.observability import dashboard, workloadpage
+from manager.observability.history import CHARTS, History
 from manager.observability.state import Snapshot, to_json
+from manager.observability.workloadpage import WorkloadDetails
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 HEALTHZ, READYZ, METRICS, DASHBOARD = "/healthz", "/readyz", "/metrics", "/dashboard"
 STATE_JSON = "/dashboard/state.json"
+HISTORY_JSON = "/dashboard/history.json"
+WORKLOAD_PAGE = "/workloads/{namespace}/{name}"
 
 
 class Source(Protocol):
@@ -38,6 +45,13 @@ class Source(Protocol):
 
     @property
     def metrics(self) -> Metrics: ...
+
+    @property
+    def history(self) -> History: ...
+
+    def record_history(self, now: float | None = None) -> None: ...
+
+    async def workload_details(self, namespace: str, name: str) -> WorkloadDetails | None: ...
 
     def readiness(self) -> tuple[bool, str]: ...
 
@@ -73,6 +87,31 @@ def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web
         response.headers["Cache-Control"] = "no-store"
         return response
 
+    async def chart(request: web.Request) -> web.Response:
+        name = request.match_info["chart"]
+        if name not in CHARTS:
+            raise web.HTTPNotFound(text=f"no chart {name!r}; charts: {', '.join(CHARTS)}\n")
+        response = web.Response(
+            text=source.history.chart(name, now=clock()), content_type="image/svg+xml"
+        )
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    async def history(_: web.Request) -> web.Response:
+        return web.json_response(source.history.to_json())
+
+    async def workload(request: web.Request) -> web.Response:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        if source.cluster_state()[0] is None:
+            _, why = source.cluster_state()
+            raise web.HTTPServiceUnavailable(text=f"no workloads shown here: {why}\n")
+        details = await source.workload_details(namespace, name)
+        if details is None:
+            raise web.HTTPNotFound(text=f"no Workload {namespace}/{name}\n")
+        return web.Response(
+            text=workloadpage.render(details), content_type="text/html", charset="utf-8"
+        )
+
     async def to_page(_: web.Request) -> web.Response:
         # The page fetches "state.json" relative to itself: serve it under /dashboard/.
         raise web.HTTPFound(DASHBOARD + "/")
@@ -84,6 +123,9 @@ def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web
     app.router.add_get(DASHBOARD, to_page)
     app.router.add_get(DASHBOARD + "/", page)
     app.router.add_get(STATE_JSON, state)
+    app.router.add_get(HISTORY_JSON, history)
+    app.router.add_get("/dashboard/charts/{chart}.svg", chart)
+    app.router.add_get(WORKLOAD_PAGE, workload)
     app.router.add_get("/", to_page)
     visibility.add_routes(app, source.cluster_state)
     return app
@@ -102,6 +144,7 @@ class ObservabilityServer:
         self.host = host
         self.port = port
         self._runner: web.AppRunner | None = None
+        self._sampler: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -122,6 +165,7 @@ class ObservabilityServer:
             raise
         self._runner = runner
         self.port = int(runner.addresses[0][1])
+        self._sampler = asyncio.create_task(self._sample_history(), name="history sampler")
         log.info(
             "health, metrics and dashboard on http://%s:%d (%s, %s, %s, %s)",
             self.host,
@@ -132,7 +176,22 @@ class ObservabilityServer:
             DASHBOARD,
         )
 
+    async def _sample_history(self) -> None:
+        """A sample for the charts every ``history.interval`` seconds; one that fails (a view
+        changing under it) is logged and skipped, never the end of the charts."""
+        while True:
+            try:
+                self.source.record_history()
+            except Exception:
+                log.exception("could not take a sample for the dashboard's charts")
+            await asyncio.sleep(self.source.history.interval)
+
     async def stop(self) -> None:
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()

@@ -9,19 +9,60 @@ before a scrape, and the dashboard snapshot.
 from __future__ import annotations
 
 import dataclasses
+import time
 
+from manager.controllers.jobkinds import registry
 from manager.controllers.runtime import ClusterController
 from manager.controllers.state import ClusterState
 from manager.federation.runtime import FederationController
+from manager.kube import errors
+from manager.kube import resources as R
 from manager.kube.leader import LeaderElector
+from manager.observability.history import History, Sample, counter_totals
 from manager.observability.state import (
     Snapshot,
     cluster_rows,
+    gpus_reserved,
     multikueue_cluster_samples,
     queue_rows,
     workload_rows,
 )
+from manager.observability.workloadpage import WorkloadDetails
+from manager.telemetry import tracing
 from manager.telemetry.metrics import Metrics
+
+
+async def workload_details(
+    state: ClusterState, namespace: str, name: str, *, trace_url: str = ""
+) -> WorkloadDetails | None:
+    """What the workload page shows: the Workload from the informer cache, its Job and the
+    Events on both read afresh (an Event no informer keeps). None when there is no such
+    Workload; a failed read leaves that part out rather than the page."""
+    obj = state.workloads.get(f"{namespace}/{name}")
+    if obj is None:
+        return None
+    job = None
+    names = [name]
+    owner = registry.owner_of(obj)
+    if owner is not None:
+        kind, key = owner
+        job_name = key.split("/", 1)[1]
+        names.append(job_name)
+        try:
+            job = await state.api.get(kind.resource, job_name, namespace)
+        except errors.KubeError:
+            job = None
+    events: list[dict[str, object]] = []
+    for involved in names:
+        try:
+            listed = await state.api.list(
+                R.EVENTS, namespace, field_selector=f"involvedObject.name={involved}"
+            )
+        except errors.KubeError:
+            continue
+        events.extend(listed["items"])
+    link = trace_url.replace("{trace_id}", tracing.trace_id_of(obj)) if trace_url else ""
+    return WorkloadDetails(obj, job, events, link)
 
 
 class ManagerSource:
@@ -32,6 +73,7 @@ class ManagerSource:
         identity: str,
         elector: LeaderElector | None = None,
         federation: FederationController | None = None,
+        trace_url: str = "",
     ) -> None:
         self.metrics = metrics
         self.identity = identity
@@ -39,6 +81,9 @@ class ManagerSource:
         """None when the manager runs without leader election (the in-process test bed)."""
         self.federation = federation
         """Set by the leader once it starts the federation."""
+        self.history = History()
+        self.trace_url = trace_url
+        """A trace UI's URL for one trace, ``{trace_id}`` standing for its id ("": none)."""
 
     @property
     def is_leader(self) -> bool:
@@ -78,6 +123,25 @@ class ManagerSource:
         self.metrics.set_clusters(r.sample() for r in cluster_rows(federation))
         self.metrics.set_multikueue_clusters(multikueue_cluster_samples(federation))
 
+    def record_history(self, now: float | None = None) -> None:
+        """One sample for the charts; nothing while this replica does not lead (a standby
+        sees no queues) or before the informers synced."""
+        federation = self.federation
+        if federation is None or not self.is_leader or not federation.manager.synced.is_set():
+            return
+        rows = queue_rows(federation.manager.state)
+        dispatch, failovers = counter_totals(self.metrics.registry)
+        self.history.add(
+            Sample(
+                at=time.time() if now is None else now,
+                pending={r.name: r.pending_active + r.pending_inadmissible for r in rows},
+                admitted={r.name: r.admitted for r in rows},
+                gpus_reserved=gpus_reserved(federation),
+                dispatch_totals=dispatch,
+                failover_totals=failovers,
+            )
+        )
+
     def cluster_state(self) -> tuple[ClusterState | None, str]:
         """The global queues, on the leader once synced (for the visibility API)."""
         federation = self.federation
@@ -86,6 +150,12 @@ class ManagerSource:
         if not federation.manager.synced.is_set():
             return None, "informers are syncing"
         return federation.manager.state, "leading"
+
+    async def workload_details(self, namespace: str, name: str) -> WorkloadDetails | None:
+        state, _ = self.cluster_state()
+        if state is None:
+            return None
+        return await workload_details(state, namespace, name, trace_url=self.trace_url)
 
     def snapshot(self) -> Snapshot:
         ready, why = self.readiness()
@@ -114,6 +184,7 @@ class ShimSource:
         self.controller = controller
         self.metrics = controller.state.metrics
         self.identity = identity
+        self.history = History()
 
     def readiness(self) -> tuple[bool, str]:
         if not self.controller.synced.is_set():
@@ -124,6 +195,21 @@ class ShimSource:
         if not self.controller.synced.is_set():
             return None, "informers are syncing"
         return self.controller.state, "synced"
+
+    def record_history(self, now: float | None = None) -> None:
+        if not self.controller.synced.is_set():
+            return
+        rows = queue_rows(self.controller.state)
+        self.history.add(
+            Sample(
+                at=time.time() if now is None else now,
+                pending={r.name: r.pending_active + r.pending_inadmissible for r in rows},
+                admitted={r.name: r.admitted for r in rows},
+            )
+        )
+
+    async def workload_details(self, namespace: str, name: str) -> WorkloadDetails | None:
+        return await workload_details(self.controller.state, namespace, name)
 
     def refresh_metrics(self) -> None:
         if self.controller.synced.is_set():

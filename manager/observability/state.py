@@ -289,18 +289,12 @@ def workload_row(
         position_in_cluster_queue=position[1] if position else None,
         position_in_local_queue=position[2] if position else None,
         in_line=(
-            f"in line: {ordinal(position[1] + 1)} in {position[0]}, "
-            f"{ordinal(position[2] + 1)} in {spec.get('queueName') or ''}"
+            f"in line: {visibility.ordinal(position[1] + 1)} in {position[0]}, "
+            f"{visibility.ordinal(position[2] + 1)} in {spec.get('queueName') or ''}"
             if position
             else ""
         ),
     )
-
-
-def ordinal(n: int) -> str:
-    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,6 +466,26 @@ def cluster_rows(federation: FederationController) -> list[ClusterRow]:
             )
         )
     return rows
+
+
+def is_gpu(resource: str) -> bool:
+    """nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915 and the like."""
+    return "gpu" in resource.split("/")[-1] or resource.startswith("gpu.")
+
+
+def gpus_reserved(federation: FederationController) -> dict[str, float]:
+    """ "worker / flavor" -> GPUs reserved in the ClusterQueues of each connected worker, as
+    the worker reports them (``status.flavorsReservation``)."""
+    reserved: dict[str, float] = {}
+    dispatcher = federation.dispatcher
+    for remote in federation.registry.active():
+        view = dispatcher.worker_view(remote, 0)
+        for cq_name, cq in view.cluster_queues.items():
+            for line in capacity.quota_lines(cq_name, cq):
+                if is_gpu(line.resource):
+                    key = f"{remote.name} / {line.flavor}"
+                    reserved[key] = reserved.get(key, 0.0) + natural(line.resource, line.reserved)
+    return reserved
 
 
 # -- the document ---------------------------------------------------------------------------

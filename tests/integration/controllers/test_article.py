@@ -4,16 +4,21 @@ three light jobs run one after another while the others wait with a readable rea
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from click.testing import CliRunner
 
 from e2e.local.cluster import LocalCluster
 from e2e.waiting import wait_for
 from manager.api import constants as C
+from manager.cli.main import main
 from manager.controllers import workloadstatus as ws
 from manager.controllers.runtime import ClusterController
 from manager.kube import errors
@@ -153,7 +158,7 @@ async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
     assert table.count("True") >= 1 and "light-" in table
 
     # Their place in line, from Kueue's visibility API (#17), as upstream answers it.
-    await pending_positions_as_upstream(running.controller, waiting)
+    await pending_positions_as_upstream(running.controller, waiting, single_cluster.kubeconfig)
 
     # Each starts only after the previous one finished: never two running at once.
     finished_order: list[str] = []
@@ -228,10 +233,10 @@ async def _states(
 
 
 async def pending_positions_as_upstream(
-    controller: ClusterController, waiting_workloads: list[dict[str, Any]]
+    controller: ClusterController, waiting_workloads: list[dict[str, Any]], kubeconfig: Path
 ) -> None:
     """The pending Workloads in line: same priority, so oldest first (then by name, as the
-    timestamps have one-second resolution)."""
+    timestamps have one-second resolution); and `kfed workloads` showing them."""
     waiting = [
         w["metadata"]["name"]
         for w in sorted(
@@ -282,6 +287,24 @@ async def pending_positions_as_upstream(
             "localqueues",
             "localqueues/pendingworkloads",
         ]
+
+        async def kfed(*args: str) -> str:
+            common = ("--kubeconfig", str(kubeconfig), "workloads", "-n", NS)
+            result = await asyncio.to_thread(CliRunner().invoke, main, [*common, *args])
+            assert result.exit_code == 0, result.output
+            return result.stdout
+
+        rows = json.loads(await kfed("--visibility-url", server.url, "-o", "json"))
+        assert {
+            r["name"]: (r["positionInClusterQueue"], r["positionInLocalQueue"])
+            for r in rows
+            if r["state"] == "Pending"
+        } == {name: (n, n) for n, name in enumerate(waiting)}
+        table = await kfed("--visibility-url", server.url)
+        assert table.splitlines()[0].split()[6] == "POSITION"
+        assert f"{waiting[1]} " in table and "2nd (2nd in queue)" in table
+        # Without the APIService (the test bed has none) or a URL: listed, positions not.
+        assert "positions not shown: the visibility API is not served" in await kfed()
 
 
 async def test_objects_upstream_accepts_but_kfed_cannot_use_are_named_and_harm_nothing(

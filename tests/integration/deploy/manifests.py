@@ -39,6 +39,7 @@ OVERLAYS = [
     Overlay("worker/overlays/default", "worker"),
     Overlay("worker/overlays/observability", "worker"),
     Overlay("worker/overlays/drills", "worker"),
+    Overlay("worker/overlays/logs", "worker"),
     Overlay("observability", "manager"),
 ]
 

@@ -36,7 +36,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from e2e.local.cluster import LocalCluster
+from e2e.local.cluster import LocalCluster, free_ports
 from e2e.local.federation import LocalFederation
 from e2e.local.process import ManagedProcess
 from e2e.waiting import wait_for
@@ -60,6 +60,7 @@ from tests.integration.eventlog import wait_for_story
 pytestmark = pytest.mark.integration
 
 SCRIPT = DEPLOY / "worker" / "make-kubeconfig.sh"
+AUTH_READER = "extension-apiserver-authentication-reader"
 
 
 @dataclass
@@ -108,6 +109,11 @@ def identities(kueue_crds: LocalFederation, unique: str, tmp_path: Path) -> Iter
         )
         for name in ("manager", "worker")
     }
+    for obj in rendered["manager"]:
+        # Rendering moved every namespaced object into the test's namespace; this binding
+        # must stay in kube-system, where the base puts it (visibility.yaml).
+        if obj["kind"] == "RoleBinding" and obj["roleRef"]["name"] == AUTH_READER:
+            obj["metadata"]["namespace"] = "kube-system"
     ids = Identities(namespace, prefix, rendered["manager"], rendered["worker"])
     rbac = {k: [o for o in v if o["kind"] in RBAC_KINDS] for k, v in rendered.items()}
     kubectl_apply(manager, rbac["manager"], "apply")
@@ -234,6 +240,7 @@ async def test_a_federation_runs_on_the_deployed_service_accounts_alone(
             "--metrics-port": "--metrics-port=0",
             "--webhook-port": "--webhook-port=0",
             "--webhook-service": "--register-webhook-host=127.0.0.1",
+            "--visibility-port": f"--visibility-port={free_ports(1)[0]}",
         },
     )
     shim_argv = deployment_argv(
@@ -321,6 +328,16 @@ async def test_a_federation_runs_on_the_deployed_service_accounts_alone(
             remote["metadata"]["name"],
             ["Started"],
             component="kfed-worker-shim",
+        )
+        # The aggregated visibility API started: its settings read, its first callers'
+        # SubjectAccessReviews allowed to it (test_visibility_apiservice.py makes them).
+        await wait_for(
+            lambda: (
+                "visibility API for kube-apiserver's aggregation on https://"
+                in processes[1].log_path.read_text()
+            ),
+            timeout=30,
+            what="the manager serving the aggregated visibility API",
         )
         for process in processes:
             # A denied request logs "403 Forbidden: ... is forbidden: User ...". Match the

@@ -13,9 +13,12 @@ import base64
 import dataclasses
 import json
 import logging
+import os
 import shlex
+import shutil
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from manager.api import constants as C
 from manager.cli import drillbreak, drillprobes
 from manager.cli.drillbreak import DRILL_ANNOTATION
 from manager.cli.drillprobes import RUN_LABEL
+from manager.cli.drillreport import fmt
 from manager.cli.registration import active_condition
 from manager.federation.settings import FailoverPolicy
 from manager.kube import resources as R
@@ -39,6 +43,9 @@ from tests.integration.federation.test_dispatch import h100_job
 pytestmark = pytest.mark.full
 KFED = str(Path(sys.executable).with_name("kfed"))
 REPO = Path(__file__).resolve().parents[3]
+DOCS_IMAGE = REPO / "docs" / "img" / "drill-timeline.png"
+"""Where KFED_WRITE_DOCS_IMG=1 copies the partition drill's picture, for docs/drills.md."""
+SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 
 
 async def kfed(bed: Bed, *args: str) -> tuple[int, str, str]:
@@ -107,6 +114,12 @@ def read_report(directory: Path, kind: str, cluster: str) -> dict[str, Any]:
     return report
 
 
+def svg_texts(path: Path) -> list[str]:
+    """Every text element of an SVG (it must parse), as drawn."""
+    root = ET.parse(path).getroot()
+    return ["".join(t.itertext()) for t in root.iter(SVG_TEXT)]
+
+
 def assert_moved_without_double_runs(report: dict[str, Any], cluster: str, probes: int) -> None:
     assert report["double_runs"] == 0
     assert report["moved"] == probes
@@ -146,11 +159,18 @@ async def test_partition_moves_every_probe_once_and_restores_the_worker(
         "90",
         "--output",
         str(tmp_path),
+        "--plot",
+        str(tmp_path / "partition.png"),
     )
     print(out, err)
     assert code == 0, err
     assert "Traceback" not in err
     assert "double runs: 0" in out and "result: PASS" in out
+    picture = tmp_path / "partition.png"
+    assert out.strip().splitlines()[-1] == f"plot written to {picture}"
+    assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    if os.environ.get("KFED_WRITE_DOCS_IMG") == "1":
+        shutil.copyfile(picture, DOCS_IMAGE)
 
     report = read_report(tmp_path, "partition", "worker-2")
     assert report["flavor"] == "h100", "worker-2 and worker-3 share h100; worker-1 has none"
@@ -180,11 +200,33 @@ async def test_maintenance_drains_the_probes_and_uncordons(
         "90",
         "--output",
         str(tmp_path / "maintenance.json"),
+        "--plot",
+        str(tmp_path / "maintenance.svg"),
     )
     print(out, err)
     assert code == 0, err
     report = json.loads((tmp_path / "maintenance.json").read_text())
     assert_moved_without_double_runs(report, "worker-3", 2)
+    # The picture: a lane per worker, the drill's moments with the report's times.
+    texts = svg_texts(tmp_path / "maintenance.svg")
+    drawn = " ".join(texts)
+    assert "kfed drill maintenance of worker-3" in drawn
+    assert {"worker-1", "worker-2", "worker-3"} <= set(texts), texts
+    phases = {p["phase"]: p["p50"] for p in report["phases"]}
+    for label in (
+        "drain 0s",
+        f"stopped on worker-3 {fmt(phases['stopped'])}",
+        f"re-dispatched {fmt(phases['re-dispatch'])}",
+        f"running elsewhere {fmt(phases['running elsewhere'])}",
+        f"restored {fmt(report['restoration']['restored_at'])}",
+    ):
+        assert label in texts, (label, texts)
+    for probe in report["probes"]:
+        assert any(t.endswith(probe["probe"]) for t in texts), probe["probe"]
+    timeline = report["timeline"]
+    assert timeline["start"] < 0 < timeline["end"]
+    assert all(timeline["readable"][w] for w in ("worker-2", "worker-3"))
+    assert all(timeline["copies"][p["probe"]]["worker-2"] for p in report["probes"])
     assert all(p["moved_to"] == "worker-2" for p in report["probes"])
     mk_cluster = await bed.manager_api.get(R.MULTIKUEUE_CLUSTERS, "worker-3")
     assert C.MAINTENANCE_ANNOTATION not in (mk_cluster["metadata"].get("annotations") or {})

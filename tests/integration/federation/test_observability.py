@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import re
 import shutil
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.federation.runtime import FederationController
 from manager.kube import resources as R
+from manager.observability.history import History
 from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ManagerSource, ShimSource
 from tests.integration.federation import article
@@ -217,17 +219,41 @@ def table_text(dom: str, table_id: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", match.group(1)))
 
 
+DOCS_IMG = Path(__file__).resolve().parents[3] / "docs" / "img"
+WRITE_DOCS_IMG = "KFED_WRITE_DOCS_IMG"
+"""Set to 1 to copy the screenshots into docs/img/ (how the docs' pictures are made)."""
+
+
+async def screenshot(url: str, profile: Path, path: Path, size: str = "1400,1000") -> None:
+    await browse(url, profile, f"--screenshot={path}", f"--window-size={size}", "--hide-scrollbars")
+    keep(path)
+
+
+def keep(png: Path) -> None:
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get(WRITE_DOCS_IMG) == "1":
+        shutil.copy(png, DOCS_IMG / png.name)
+    print(f"screenshot: {png}")
+
+
 async def test_the_dashboard_in_headless_chromium(
     article_bed: Bed, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
-    browser = chromium()  # fail before building anything when it is missing
+    chromium()  # fail before building anything when it is missing
     bed = article_bed
     for worker in ("worker-1", "worker-2", "worker-3"):
         await bed.start_shim(worker)
     await set_maintenance(bed, "worker-3", "cordon")
     try:
         controller = await bed.start_manager()
-        source = ManagerSource(controller.metrics, identity=IDENTITY, federation=controller)
+        source = ManagerSource(
+            controller.metrics,
+            identity=IDENTITY,
+            federation=controller,
+            trace_url="http://jaeger.example:16686/trace/{trace_id}",
+        )
+        # A short window sampled every second, so the charts fill in the test's minute.
+        source.history = History(window=45, interval=1)
         async with ObservabilityServer(source, "127.0.0.1", 0) as server:
             await submit(bed, "02-light-job.yaml", delay_ms=600_000)
             await submit(bed, "03-heavy-job.yaml", delay_ms=600_000)
@@ -259,16 +285,45 @@ async def test_the_dashboard_in_headless_chromium(
             assert "job-light-job" in workloads and "runs on worker-1: fits in gpu-cq" in workloads
             assert "job-heavy-job" in workloads and "runs on worker-2" in workloads
             assert "job-too-big-job" in workloads and "Pending" in workloads
+            heavy = re.search(r'href="\.\./workloads/ml-jobs/(job-heavy-job-[a-z0-9-]+)"', dom)
+            assert heavy, "each workload links to its page"
 
-            screenshot = tmp_path / "dashboard.png"
-            await browse(
-                url,
-                tmp_path / "profile",
-                f"--screenshot={screenshot}",
-                "--window-size=1400,1000",
-                "--hide-scrollbars",
+            # A failover for the charts and the workload page: worker-2 drained, worker-3 open.
+            await set_maintenance(bed, "worker-3", None)
+            await set_maintenance(bed, "worker-2", "drain")
+
+            async def charted() -> dict[str, Any] | None:
+                async with http.get(f"{server.url}/dashboard/history.json") as response:
+                    charts = (await response.json())["charts"]
+                series = {name: chart["series"] for name, chart in charts.items()}
+                moved = any(v > 0 for _, v in series["failovers"].get("worker-2", []))
+                on_3 = any(v > 0 for _, v in series["gpus"].get("worker-3 / h100", []))
+                return series if moved and on_3 else None
+
+            series = await wait_for(charted, timeout=90, what="the failover charted")
+            assert series is not None
+            assert max(v for _, v in series["pending"]["gpu-cq"]) >= 1  # too-big-job waits
+            assert max(v for _, v in series["admitted"]["gpu-cq"]) >= 2
+            assert max(v for _, v in series["gpus"]["worker-1 / rtx-a1000"]) == 1
+            assert {"worker-1", "worker-2"} <= set(series["dispatch-latency"])
+            async with http.get(f"{server.url}/dashboard/charts/gpus.svg") as response:
+                svg = await response.text()
+            assert "worker-3 / h100" in svg and "<polyline" in svg
+
+            await screenshot(url, tmp_path / "profile", tmp_path / "dashboard.png", "1400,1500")
+
+            page_url = f"{server.url}/workloads/ml-jobs/{heavy.group(1)}"
+            page = await browse(page_url, tmp_path / "profile", "--dump-dom")
+            story = table_text(page, "timeline")
+            assert (
+                story.index("Quota reserved") < story.index("Failover") < story.rindex("Dispatched")
+            ), story
+            assert 'Leaving "worker-2" (drain)' in story and 'Sent to "worker-3"' in story
+            assert "worker-3" in re.sub(r"<[^>]+>", " ", page.split('id="candidates"')[1])
+            assert "http://jaeger.example:16686/trace/" in page
+            await screenshot(
+                page_url, tmp_path / "profile", tmp_path / "workload-page.png", "1200,1100"
             )
-            assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-            print(f"dashboard screenshot ({browser}): {screenshot}")
     finally:
-        await set_maintenance(bed, "worker-3", None)
+        for worker in ("worker-2", "worker-3"):
+            await set_maintenance(bed, worker, None)

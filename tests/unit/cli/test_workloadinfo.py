@@ -9,7 +9,7 @@ from manager.api import constants as C
 from manager.cli import workloadinfo as wi
 from manager.cli.tables import render_text
 from manager.cli.workloads import render_explanation
-from manager.federation.settings import PLACEMENT_ANNOTATION
+from manager.federation.settings import PLACEMENT_ANNOTATION, RAN_ON_ANNOTATION
 from manager.federation.workloadview import state_of
 from manager.observability.state import workload_row
 from tests.unit.cli.builders import admission, condition, reserved_conditions, workload
@@ -178,3 +178,44 @@ def test_a_decision_for_another_cluster_is_pointed_out() -> None:
     e = wi.explain(moved)
     assert e.summary == "runs on worker-3"
     assert any("chose worker-2, but it runs on worker-3" in n for n in e.notes)
+
+
+def test_a_finished_workload_names_its_worker_and_how_its_job_ended() -> None:
+    """What `kfed explain` reads outlives the objects on the worker: the Workload's
+    clusterName and the manager Job's status, copied from the worker's Job."""
+    job = {
+        "metadata": {"name": "light-job", "namespace": "ml-jobs"},
+        "status": {
+            "succeeded": 1,
+            "completionTime": "2024-01-01T00:03:00Z",
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"},
+            ],
+        },
+    }
+    e = wi.explain(FINISHED, job)
+    assert e.cluster == "worker-1"
+    assert e.result == "Complete at 2024-01-01T00:03:00Z (succeeded: 1)"
+    text = render_text(render_explanation(e))
+    assert "Cluster:     worker-1" in text
+    assert "Result:      Complete at 2024-01-01T00:03:00Z (succeeded: 1)" in text
+    assert wi.explain(PLACED, job).result == "", "only a finished workload has a result"
+
+
+def test_a_run_that_ended_after_a_requeue_is_named_by_the_recorded_worker() -> None:
+    """Finished on a worker the manager could not see after it was requeued: clusterName
+    is empty, the dispatcher recorded where it ran (kfed.io/ran-on)."""
+    requeued = json.loads(json.dumps(FINISHED))
+    del requeued["status"]["clusterName"]
+    requeued["metadata"]["annotations"][RAN_ON_ANNOTATION] = "worker-3"
+    failed = {
+        "status": {
+            "failed": 2,
+            "conditions": [{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}],
+        }
+    }
+    e = wi.explain(requeued, failed)
+    assert e.cluster == "worker-3"
+    assert e.result == "Failed (failed: 2): BackoffLimitExceeded"
+    assert e.summary == workload_row(requeued).reason, "the same sentence as the dashboard"

@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from collections.abc import AsyncIterator
 from typing import cast
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from e2e.waiting import wait_for
 from manager.controllers.state import ClusterState
 from manager.federation.runtime import FederationController
 from manager.kube.api import KubeApi
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
 from manager.kube.lease import LeaseRecord
+from manager.observability.history import History, Sample
 from manager.observability.server import ListenError, ObservabilityServer, create_app
 from manager.observability.sources import ManagerSource
 from manager.observability.state import Snapshot, WorkloadList, workload_row
+from manager.observability.workloadpage import WorkloadDetails
 from manager.telemetry.metrics import Metrics
 
 Client = TestClient[web.Request, web.Application]
@@ -32,6 +37,15 @@ class Source:
         self.metrics = Metrics()
         self.ready = False
         self.refreshed = 0
+        self.history = History(window=60, interval=0.05)
+        self.sampled = 0
+
+    def record_history(self, now: float | None = None) -> None:
+        self.sampled += 1
+        self.history.add(Sample(at=now or time.time(), pending={"gpu-cq": self.sampled}))
+
+    async def workload_details(self, namespace: str, name: str) -> WorkloadDetails | None:
+        return None
 
     def readiness(self) -> tuple[bool, str]:
         return self.ready, "informers synced" if self.ready else "informers are syncing"
@@ -142,3 +156,35 @@ def test_the_leader_is_ready_once_its_informers_synced() -> None:
     source.federation.ready.set()
     assert source.readiness() == (True, "leading: informers synced")
     assert source.snapshot().queues == []
+
+
+async def test_charts_are_svg_drawn_from_samples_taken_while_serving() -> None:
+    source = Source()
+    async with (
+        ObservabilityServer(source, "127.0.0.1", 0) as server,
+        aiohttp.ClientSession() as http,
+    ):
+
+        async def sampled() -> bool:
+            return source.sampled >= 3
+
+        await wait_for(sampled, timeout=10, what="three samples")
+        async with http.get(f"{server.url}/dashboard/charts/pending.svg") as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("image/svg+xml")
+            svg = await response.text()
+        assert "<polyline" in svg and "gpu-cq" in svg
+        async with http.get(f"{server.url}/dashboard/charts/nope.svg") as response:
+            assert response.status == 404
+            assert "charts: pending, admitted" in await response.text()
+        async with http.get(f"{server.url}/dashboard/history.json") as response:
+            history = await response.json()
+        assert len(history["charts"]["pending"]["series"]["gpu-cq"]) >= 3
+    assert server._sampler is None  # stopped with the server
+
+
+async def test_a_workload_page_needs_the_queues(source_and_client: tuple[Source, Client]) -> None:
+    _, client = source_and_client
+    response = await client.get("/workloads/ml-jobs/job-light")
+    assert response.status == 503
+    assert "a unit test has no queues" in await response.text()

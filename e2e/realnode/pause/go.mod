@@ -1,0 +1,3 @@
+module kfed.local/pause
+
+go 1.24
