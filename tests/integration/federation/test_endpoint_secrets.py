@@ -22,6 +22,7 @@ from e2e.waiting import wait_for
 from manager.cli.registration import multikueue_cluster
 from manager.federation import visibility
 from manager.kube import resources as R
+from manager.observability.history import CHARTS
 from manager.observability.server import ObservabilityServer, Source, create_app
 from manager.observability.sources import ManagerSource, ShimSource
 from tests.integration.federation import article
@@ -61,15 +62,19 @@ def needles(kubeconfig: dict[str, Any]) -> Iterator[str]:
                 yield from (line for line in pem.splitlines() if len(line) >= 40)
 
 
-def urls(server: ObservabilityServer, source: Source) -> list[str]:
-    """Every route the server has, its placeholders filled with real names."""
+def urls(server: ObservabilityServer, source: Source, workload: str) -> list[str]:
+    """Every route the server has, its placeholders filled with real names (every chart, and
+    ``workload``'s page)."""
     found = []
     for resource in create_app(source).router.resources():
         path = resource.canonical
         for version in visibility.VERSIONS if "{version}" in path else ("",):
-            filled = path.replace("{version}", version).replace("{namespace}", NS)
-            filled = filled.replace("{name}", "gpu-lq" if "localqueues" in path else "gpu-cq")
-            found.append(f"{server.url}{filled}")
+            for chart in CHARTS if "{chart}" in path else ("",):
+                filled = path.replace("{version}", version).replace("{namespace}", NS)
+                filled = filled.replace("{chart}", chart)
+                name = "gpu-lq" if "localqueues" in path else "gpu-cq"
+                filled = filled.replace("{name}", workload if "/workloads/" in path else name)
+                found.append(f"{server.url}{filled}")
     return found
 
 
@@ -111,6 +116,11 @@ async def test_no_endpoint_reveals_a_registered_credential(article_bed: Bed, tri
 
     await api.create(R.JOBS, article.seed_job("02-light-job.yaml", delay_ms=600_000), NS)
     await wait_for(lambda: placed(api, "light-job"), timeout=60, what="light-job placed")
+    (workload,) = [
+        w["metadata"]["name"]
+        for w in (await api.list(R.WORKLOADS, NS))["items"]
+        if w["metadata"]["name"].startswith("job-light-job-")
+    ]
     await wait_for(
         lambda: controller.registry.remote(TRIPWIRE) is not None, timeout=30, what="tripwire"
     )
@@ -124,7 +134,8 @@ async def test_no_endpoint_reveals_a_registered_credential(article_bed: Bed, tri
         ObservabilityServer(shim, "127.0.0.1", 0) as shim_server,
     ):
         for server, source in ((manager_server, manager), (shim_server, shim)):
-            for url in urls(server, source):
+            source.record_history()  # the charts have a sample to draw
+            for url in urls(server, source, workload):
                 async with http.get(url, allow_redirects=False) as response:
                     body = await response.text()
                 fetched += response.status == 200
@@ -137,6 +148,6 @@ async def test_no_endpoint_reveals_a_registered_credential(article_bed: Bed, tri
                 ]
         state = await (await http.get(f"{manager_server.url}/dashboard/state.json")).text()
     assert TRIPWIRE in state, "the token cluster is on the dashboard, its token is not"
-    assert fetched >= 12, f"only {fetched} routes answered"
+    assert fetched >= 12 + 2 * 5, f"only {fetched} routes answered"  # + charts, pages
     assert not leaks, "\n".join(sorted(set(leaks)))
     assert not re.search(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", state)
