@@ -102,8 +102,8 @@ def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web
 
     async def workload(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
-        if source.cluster_state()[0] is None:
-            _, why = source.cluster_state()
+        state, why = source.cluster_state()
+        if state is None:
             raise web.HTTPServiceUnavailable(text=f"no workloads shown here: {why}\n")
         details = await source.workload_details(namespace, name)
         if details is None:

@@ -32,6 +32,16 @@ from manager.telemetry import tracing
 from manager.telemetry.metrics import Metrics
 
 
+def queue_levels(state: ClusterState) -> tuple[dict[str, int], dict[str, int]]:
+    """Pending (active and inadmissible) and admitted workloads per ClusterQueue, for the
+    charts of a manager or a shim."""
+    rows = queue_rows(state)
+    return (
+        {r.name: r.pending_active + r.pending_inadmissible for r in rows},
+        {r.name: r.admitted for r in rows},
+    )
+
+
 async def workload_details(
     state: ClusterState, namespace: str, name: str, *, trace_url: str = ""
 ) -> WorkloadDetails | None:
@@ -129,13 +139,13 @@ class ManagerSource:
         federation = self.federation
         if federation is None or not self.is_leader or not federation.manager.synced.is_set():
             return
-        rows = queue_rows(federation.manager.state)
+        pending, admitted = queue_levels(federation.manager.state)
         dispatch, failovers = counter_totals(self.metrics.registry)
         self.history.add(
             Sample(
                 at=time.time() if now is None else now,
-                pending={r.name: r.pending_active + r.pending_inadmissible for r in rows},
-                admitted={r.name: r.admitted for r in rows},
+                pending=pending,
+                admitted=admitted,
                 gpus_reserved=gpus_reserved(federation),
                 dispatch_totals=dispatch,
                 failover_totals=failovers,
@@ -199,13 +209,9 @@ class ShimSource:
     def record_history(self, now: float | None = None) -> None:
         if not self.controller.synced.is_set():
             return
-        rows = queue_rows(self.controller.state)
+        pending, admitted = queue_levels(self.controller.state)
         self.history.add(
-            Sample(
-                at=time.time() if now is None else now,
-                pending={r.name: r.pending_active + r.pending_inadmissible for r in rows},
-                admitted={r.name: r.admitted for r in rows},
-            )
+            Sample(at=time.time() if now is None else now, pending=pending, admitted=admitted)
         )
 
     async def workload_details(self, namespace: str, name: str) -> WorkloadDetails | None:
