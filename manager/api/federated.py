@@ -40,6 +40,12 @@ def check_names(cluster_queue: Obj | None) -> list[str]:
     return [str(rule["name"]) for rule in check_rules(cluster_queue)]
 
 
+def check_controllers(cluster_queue: Obj | None, admission_check: Lookup) -> frozenset[str]:
+    """The controllers (``spec.controllerName``) of the ClusterQueue's existing checks."""
+    checks = (admission_check(name) for name in check_names(cluster_queue))
+    return frozenset(str(n) for c in checks if (n := _spec(c).get("controllerName")))
+
+
 def is_multikueue_check(admission_check: Obj | None) -> bool:
     return _spec(admission_check).get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME
 

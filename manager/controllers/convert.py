@@ -193,7 +193,9 @@ def _term(term: ApiNodeSelectorTerm) -> core.NodeSelectorTerm:
     )
 
 
-def workload(wl: Workload, *, priority: int, creation_time: float) -> core.Workload:
+def workload(
+    wl: Workload, *, priority: int, creation_time: float, left_to_check: str | None = None
+) -> core.Workload:
     namespace, name = wl.metadata.namespace or "", wl.metadata.name or ""
     return core.Workload(
         key=core.WorkloadKey(f"{namespace}/{name}"),
@@ -213,6 +215,7 @@ def workload(wl: Workload, *, priority: int, creation_time: float) -> core.Workl
         priority=priority,
         creation_time=creation_time,
         uid=wl.metadata.uid or "",
+        left_to_check=left_to_check,
     )
 
 

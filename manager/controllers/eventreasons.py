@@ -42,6 +42,17 @@ def finished_workload(events: EventRecorder, job: Obj, workload: Obj) -> None:
     events.normal(job, "FinishedWorkload", f"Workload '{ws.key_of(workload)}' is declared finished")
 
 
+def queue_change_ignored(events: EventRecorder, job: Obj, current: str, wanted: str) -> None:
+    """kfed's own: the queue label of a suspended job changed while its Workload holds quota
+    in the old queue; it stays there (its quota is not moved under it)."""
+    events.warning(
+        job,
+        "QueueChangeIgnored",
+        f"LocalQueue changed to {wanted}, but its Workload holds quota through LocalQueue "
+        f"{current}: it stays there; to move it, delete and submit the job again",
+    )
+
+
 # -- the Workload (Kueue's scheduler, preemption and workload controller) ---------------
 
 

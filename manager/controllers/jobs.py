@@ -177,6 +177,8 @@ class JobController:
             return None
         runnable = ws.is_admitted(wl) and not ws.is_evicted(wl) and ws.is_active(wl)
         suspended = self.kind.is_suspended(job)
+        if suspended and not runnable and await self._follow_queue_label(job, wl):
+            return None
         if runnable and suspended:
             await self._start(job, wl)
         elif not runnable and not suspended:
@@ -186,6 +188,38 @@ class JobController:
         elif not runnable and self.kind.templates_mutable(job):
             await self._restore(job, wl)
         return None
+
+    async def _follow_queue_label(self, job: Obj, wl: Obj) -> bool:
+        """A suspended job moved to another queue (its queue-name label changed): its
+        Workload follows while it holds no quota, as upstream Kueue's job reconciler does;
+        holding quota, it stays where it was admitted, and the job is told. True when the
+        Workload was moved (its event brings us back)."""
+        wanted = queue_name(job)
+        current = (wl.get("spec") or {}).get("queueName")
+        if not wanted or wanted == current:
+            return False
+        meta = job["metadata"]
+        if ws.has_reservation(wl):
+            told.queue_change_ignored(self.state.events, job, str(current), wanted)
+            return False
+        try:
+            await patch_guarded(
+                self.state.api,
+                R.WORKLOADS,
+                wl,
+                lambda _: {"spec": {"queueName": wanted}},
+            )
+        except errors.NotFound:
+            return False
+        log.info(
+            "%s %s/%s moved from LocalQueue %s to %s; its Workload follows",
+            self.kind.resource.kind,
+            meta.get("namespace"),
+            meta["name"],
+            current,
+            wanted,
+        )
+        return True
 
     def _trace_finish(self, job: Obj, wl: Obj, succeeded: bool, message: str) -> None:
         """A worker records how its copy ran; the manager records the end of the story."""

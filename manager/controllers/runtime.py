@@ -73,9 +73,14 @@ class ClusterController:
         settings: ControllerSettings | None = None,
         *,
         metrics: Metrics | None = None,
+        admit_after: asyncio.Event | None = None,
     ) -> None:
         self.settings = settings or ControllerSettings()
         self.state = ClusterState(api, metrics=metrics, fair_sharing=self.settings.fair_sharing)
+        self.admit_after = admit_after
+        """Set when the core knows enough to admit (kfed's manager: once it has seen its
+        workers, whose flavors decide which flavors a workload may get together); None: at
+        once."""
         self.state.events = EventRecorder(
             api if self.settings.event_qps > 0 else None,
             component=EVENT_COMPONENTS.get(self.settings.role, f"kfed-{self.settings.role}"),
@@ -98,6 +103,11 @@ class ClusterController:
         self._late_tasks: list[asyncio.Task[None]] = []
         self.queue_status = QueueStatusWriter(self.state, self.settings.status_period)
         self.synced = asyncio.Event()
+
+    async def _admit(self) -> None:
+        if self.admit_after is not None:
+            await self.admit_after.wait()
+        await self.admission.run()
 
     async def _served_kinds(self) -> list[JobKind]:
         """The kinds still to find whose CRD is served now (one discovery read each)."""
@@ -147,7 +157,7 @@ class ClusterController:
             self.synced.set()
             log.info("cluster controller synced: %d workloads", len(self.state.workloads.cache))
             tasks += [
-                asyncio.create_task(self.admission.run(), name="admission"),
+                asyncio.create_task(self._admit(), name="admission"),
                 asyncio.create_task(
                     run_workers(
                         self.workloads.queue, self.workloads.reconcile, self.settings.workers

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pydantic
@@ -33,6 +33,15 @@ from manager.kube.informer import Event, Informer
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+
+Colocation = Callable[[Obj], tuple[frozenset[core.FlavorName], ...]]
+"""A ClusterQueue (as stored) -> the sets of its flavors one place offers together (see
+``core.ClusterQueue.colocated_flavors``); ``()``: no such constraint (one cluster)."""
+
+
+def no_colocation(_: Obj) -> tuple[frozenset[core.FlavorName], ...]:
+    return ()
 
 
 class ClusterState:
@@ -72,6 +81,7 @@ class ClusterState:
         """Every kind of job queued here, with its informer (``add_job_kind``)."""
         self.job_kinds.add(BATCH_JOB, self.jobs)
         self._watch_timeout = watch_timeout
+        self.colocation: Colocation = no_colocation
 
         self.flavors.subscribe(self._feed(ResourceFlavor, convert.flavor, "flavor"))
         self.cluster_queues.subscribe(
@@ -159,21 +169,42 @@ class ClusterState:
         return tell
 
     def _cluster_queue_to_core(self, cq: ClusterQueue) -> core.ClusterQueue:
+        wire = cq.to_wire()
         return dataclasses.replace(
-            convert.cluster_queue(cq), configuration_problem=self.multikueue_problem(cq)
+            convert.cluster_queue(cq),
+            configuration_problem=self.multikueue_problem(cq),
+            check_controllers=federated.check_controllers(wire, self.admission_checks.get),
+            colocated_flavors=self.colocation(wire),
         )
+
+    def set_colocation(self, colocation: Colocation) -> None:
+        """Give the core the flavors each place can hold together (kfed's manager: what each
+        worker offers, ``federation/colocation.py``), and feed the ClusterQueues again."""
+        self.colocation = colocation
+        self.refeed_cluster_queues()
+
+    def refeed_cluster_queues(self, names: Iterable[str] | None = None) -> None:
+        """Feed ClusterQueues (all, or ``names``) to the core again: something outside their
+        objects that the core reads about them changed. Unchanged ones cost a comparison."""
+        feed = self._feed(ClusterQueue, self._cluster_queue_to_core, "cluster_queue")
+        wanted = None if names is None else set(names)
+        for cq in self.cluster_queues.items():
+            if wanted is None or cq["metadata"]["name"] in wanted:
+                feed(Event("MODIFIED", cq["metadata"]["name"], cq))
 
     def multikueue_problem(self, cq: ClusterQueue) -> tuple[str, str] | None:
         """Upstream's MultiKueue misconfigurations of a ClusterQueue (``api/federated.py``)."""
         return federated.configuration_problem(cq.to_wire(), self.admission_checks.get)
 
     def _on_admission_check(self, event: Event) -> None:
-        """A check's controller decides whether the ClusterQueues naming it are well made:
-        feed them again (AdmissionChecks are few and rarely change)."""
-        feed = self._feed(ClusterQueue, self._cluster_queue_to_core, "cluster_queue")
-        for cq in self.cluster_queues.items():
-            if event.key in federated.check_names(cq):
-                feed(Event("MODIFIED", cq["metadata"]["name"], cq))
+        """A check's controller decides whether the ClusterQueues naming it are well made, and
+        which workloads they may admit: feed them again (AdmissionChecks are few and rarely
+        change)."""
+        self.refeed_cluster_queues(
+            cq["metadata"]["name"]
+            for cq in self.cluster_queues.items()
+            if event.key in federated.check_names(cq)
+        )
 
     def _on_namespace(self, event: Event) -> None:
         name = core.Namespace(event.key)

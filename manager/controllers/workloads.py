@@ -93,6 +93,25 @@ class WorkloadController:
     def priority_of(self, wl: Workload) -> int:
         return priority_of(wl, self.state.priority_class_value)
 
+    def left_to_check(self, obj: dict[str, Any]) -> str | None:
+        """The check controller its job is left to: a job ``managedBy`` MultiKueue runs only
+        where a MultiKueue check places it (the core keeps it out of other ClusterQueues)."""
+        found = self.state.job_of(obj)
+        if found is None:
+            return None
+        kind, job = found
+        if job is not None and kind.managed_by(job) == C.MULTIKUEUE_MANAGED_BY:
+            return C.MULTIKUEUE_CONTROLLER_NAME
+        return None
+
+    def to_core(self, model: Workload, obj: dict[str, Any]) -> core.Workload:
+        return convert.workload(
+            model,
+            priority=self.priority_of(model),
+            creation_time=ws.creation_time(obj),
+            left_to_check=self.left_to_check(obj),
+        )
+
     async def _write(self, obj: dict[str, Any], mutate: Mutate) -> dict[str, Any] | None:
         try:
             written = await patch_guarded(
@@ -161,9 +180,7 @@ class WorkloadController:
             and await self._write(obj, ws.backoff_finished)
         ):
             return None
-        workload = convert.workload(
-            model, priority=self.priority_of(model), creation_time=ws.creation_time(obj)
-        )
+        workload = self.to_core(model, obj)
         if core_.workload_state(wkey) in (
             core.WorkloadState.QUOTA_RESERVED,
             core.WorkloadState.ADMITTED,
@@ -221,11 +238,7 @@ class WorkloadController:
                 )
                 if core_.workload_state(wkey) is None:
                     core_.add_admitted(
-                        convert.workload(
-                            model,
-                            priority=self.priority_of(model),
-                            creation_time=ws.creation_time(obj),
-                        ),
+                        self.to_core(model, obj),
                         admission,
                         reserved_at=now,
                     )
@@ -240,9 +253,7 @@ class WorkloadController:
             # Reserved before we saw it (restart, or another replica), or the core still
             # queues it (a stale view, see AdmissionLoop._admit): account for it once.
             core_.add_admitted(
-                convert.workload(
-                    model, priority=self.priority_of(model), creation_time=ws.creation_time(obj)
-                ),
+                self.to_core(model, obj),
                 admission,
                 reserved_at=ws.reservation_time(obj) or time.time(),
                 admitted=ws.is_admitted(obj),

@@ -186,9 +186,39 @@ class FlavorAssigner:
         self.flavors = flavors
         self.oracle = oracle
         self.can_preempt_while_borrowing = can_preempt_while_borrowing
+        self.allowed: frozenset[FlavorName] | None = None
 
     def assign(self) -> Assignment:
-        """Flavors for every pod set, or NO_FIT with the reason (gang: all or nothing)."""
+        """Flavors for every pod set, or NO_FIT with the reason (gang: all or nothing).
+
+        With ``colocated_flavors`` the flavors must all come from one of its sets: the
+        ClusterQueue's own preference is kept when it already does; otherwise each set is
+        tried in its order and the best way in wins (fits, then needs preemption; less
+        borrowing; the earlier set)."""
+        first = self._assign_within(None)
+        sets = [s for s in dict.fromkeys(self.cq.spec.colocated_flavors) if s]
+        if not sets or first.mode is Mode.NO_FIT or _within_one(first, sets):
+            # Restricting flavors can only remove ways in: a NO_FIT stays one, and says why.
+            return first
+        best: Assignment | None = None
+        notes: list[str] = []
+        for allowed in sets:
+            candidate = self._assign_within(allowed)
+            if candidate.mode is Mode.NO_FIT:
+                why = candidate.reason.message if candidate.reason else "no fit"
+                notes.append(f"[{', '.join(sorted(allowed))}]: {why}")
+            elif best is None or (candidate.mode, -candidate.borrowing) > (
+                best.mode,
+                -best.borrowing,
+            ):
+                best = candidate
+        if best is not None:
+            return best
+        return Assignment([], {}, 0, Mode.NO_FIT, reasons.no_single_place(self.cq.spec.name, notes))
+
+    def _assign_within(self, allowed: frozenset[FlavorName] | None) -> Assignment:
+        """One assignment, using only the flavors in ``allowed`` (None: any)."""
+        self.allowed = allowed
         usage: dict[FlavorResource, int] = {}  # pod sets see the usage of earlier ones
         pod_sets: list[PodSetFlavors] = []
         worst, borrowing = _BEST, 0
@@ -253,6 +283,8 @@ class FlavorAssigner:
         best_mode = _WORST
         for flavor_quotas in rg.flavors:
             name = flavor_quotas.name
+            if self.allowed is not None and name not in self.allowed:
+                continue
             mismatch = self._flavor_mismatch(name, ps)
             if mismatch is not None:
                 notes.mismatch.append(mismatch)
@@ -327,6 +359,11 @@ class FlavorAssigner:
         if nominal >= value or may_reclaim or self.can_preempt_while_borrowing:
             return _ASK_ORACLE
         return Granular(Mode.NO_FIT, borrow)
+
+
+def _within_one(assignment: Assignment, sets: list[frozenset[FlavorName]]) -> bool:
+    used = {c.flavor for ps in assignment.pod_sets for c in ps.flavors.values()}
+    return any(used <= allowed for allowed in sets)
 
 
 def _join(notes: list[PendingReason]) -> PendingReason:

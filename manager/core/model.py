@@ -147,6 +147,15 @@ class ClusterQueue:
     configuration_problem: tuple[str, str] | None = None
     """(reason, message) of a misconfiguration found outside the core that keeps it inactive,
     e.g. a MultiKueue admission check limited to some flavors (upstream refuses that too)."""
+    check_controllers: frozenset[str] = frozenset()
+    """The controllers of the admission checks every workload of it passes (their AdmissionChecks'
+    ``spec.controllerName``): a workload left to one of them needs it here (``Workload.
+    left_to_check``)."""
+    colocated_flavors: tuple[frozenset[FlavorName], ...] = ()
+    """When not empty, the flavors one workload may be given together: each set is what one
+    place that runs whole workloads offers (kfed's manager: the flavors one worker cluster
+    has). A workload's flavors then all come from one set, so that one worker can hold it all
+    (a cpu-only launcher beside H100 trainers gets H100's quota, not the first flavor's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +203,11 @@ class Workload:
     priority: int = 0
     creation_time: float = 0.0
     uid: str = ""
+    left_to_check: str | None = None
+    """The admission check controller its job is left to run by, if any (a Job with
+    ``spec.managedBy: kueue.x-k8s.io/multikueue`` is run by MultiKueue only). Admitted only in a
+    ClusterQueue with a check of that controller: anywhere else nothing would ever run it, and
+    it would hold its quota for ever."""
 
     @property
     def namespace(self) -> Namespace:

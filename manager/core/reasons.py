@@ -26,6 +26,8 @@ class PendingKind(StrEnum):
     CLUSTER_QUEUE_INACTIVE = "ClusterQueueInactive"
     CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
     NAMESPACE_NOT_SELECTED = "NamespaceNotSelected"
+    CHECK_CONTROLLER_MISSING = "CheckControllerMissing"
+    """Its job is left to an admission check controller its ClusterQueue does not use."""
     NO_MATCHING_FLAVOR = "NoMatchingFlavor"
     """No flavor is compatible (selectors, affinity, taints, uncovered resource)."""
     EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
@@ -49,6 +51,7 @@ _INADMISSIBLE = frozenset(
         PendingKind.CLUSTER_QUEUE_INACTIVE,
         PendingKind.CLUSTER_QUEUE_STOPPED,
         PendingKind.NAMESPACE_NOT_SELECTED,
+        PendingKind.CHECK_CONTROLLER_MISSING,
     }
 )
 
@@ -116,6 +119,23 @@ def namespace_not_selected(namespace: Namespace, cq: ClusterQueueName) -> Pendin
     return PendingReason(
         PendingKind.NAMESPACE_NOT_SELECTED,
         f"namespace {namespace} is not selected by ClusterQueue {cq}'s namespaceSelector",
+    )
+
+
+def check_controller_missing(controller: str, cq: ClusterQueueName) -> PendingReason:
+    return PendingReason(
+        PendingKind.CHECK_CONTROLLER_MISSING,
+        f"its job is managed by {controller} (spec.managedBy), but ClusterQueue {cq} has no "
+        f"admission check of that controller, so nothing would ever run it there: move it to a "
+        "queue that has one, or resubmit it without spec.managedBy",
+    )
+
+
+def no_single_place(cq: ClusterQueueName, notes: list[str]) -> PendingReason:
+    return PendingReason(
+        PendingKind.NO_MATCHING_FLAVOR,
+        f"couldn't assign flavors that one worker of ClusterQueue {cq} offers together: "
+        + "; ".join(notes),
     )
 
 

@@ -208,6 +208,11 @@ class Scheduler:
             entry.outcome = Outcome.PARKED
             entry.reason = reasons.namespace_not_selected(head.namespace, cq.spec.name)
             return entry
+        left_to = head.workload.left_to_check
+        if left_to is not None and left_to not in cq.spec.check_controllers:
+            entry.outcome = Outcome.PARKED
+            entry.reason = reasons.check_controller_missing(left_to, cq.spec.name)
+            return entry
         key = self._nomination_key(head, cq)
         known = self._no_way_in.get(cq.spec.name) if self.remember_no_way_in else None
         if known is not None and known.key == key:

@@ -80,6 +80,11 @@ def _quotas(cq: Obj) -> dict[str, dict[str, int]]:
     return result
 
 
+def offered_flavors(cq: Obj) -> list[str]:
+    """The flavors a ClusterQueue lists, in its order."""
+    return list(_quotas(cq))
+
+
 def _reserved(cq: Obj) -> dict[tuple[str, str], int]:
     result = {}
     for fu in (cq.get("status") or {}).get("flavorsReservation") or []:

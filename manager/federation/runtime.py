@@ -13,12 +13,13 @@ from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
+from manager.federation import colocation
 from manager.federation.dispatch import Dispatcher
 from manager.federation.registry import ClusterRegistry
 from manager.federation.settings import FederationSettings
 from manager.kube import errors
 from manager.kube import resources as R
-from manager.kube.api import KubeApi
+from manager.kube.api import KubeApi, Obj
 from manager.kube.tasks import stop_tasks
 from manager.telemetry.metrics import Metrics
 
@@ -35,7 +36,12 @@ class FederationController:
         metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings or FederationSettings()
-        self.manager = ClusterController(api, controller_settings, metrics=metrics)
+        self.workers_seen = asyncio.Event()
+        """Set once every worker had its first chance to connect and the core was told which
+        flavors each offers (``colocation.py``): the manager admits nothing before."""
+        self.manager = ClusterController(
+            api, controller_settings, metrics=metrics, admit_after=self.workers_seen
+        )
         self.metrics = self.manager.state.metrics
         self.registry = ClusterRegistry(api, self.settings)
         self.registry.events = self.manager.state.events
@@ -46,6 +52,8 @@ class FederationController:
         self.registry.on_connectivity = self.dispatcher.connectivity_changed
         self.registry.on_maintenance = self.dispatcher.maintenance_changed
         self.ready = asyncio.Event()
+        self._places: dict[str, colocation.Places] = {}
+        self.manager.state.set_colocation(self.places)
 
     async def run(self) -> None:
         tasks = [
@@ -55,6 +63,8 @@ class FederationController:
         try:
             await self.manager.synced.wait()
             await self.registry.synced.wait()
+            self._refresh_places()
+            self.workers_seen.set()
             tasks += [
                 asyncio.create_task(
                     run_workers(
@@ -81,7 +91,43 @@ class FederationController:
     async def _rescan_loop(self) -> None:
         while True:
             self.dispatcher.rescan()
+            self._refresh_places()
             await asyncio.sleep(0.5)
+
+    def places(self, cluster_queue: Obj) -> colocation.Places:
+        """The flavors of a manager ClusterQueue each of its workers offers together (the
+        admission core keeps a workload's flavors within one of them); ``()`` when it is not
+        federated or no worker's queues are known yet."""
+        name = str(cluster_queue["metadata"]["name"])
+        found = self.dispatcher.federation_of(name)
+        if found is None:
+            return ()
+        views = [
+            self.dispatcher.worker_view(remote, order)
+            for order, worker in enumerate(found[1])
+            if (remote := self.registry.remote(worker)) is not None
+        ]
+        state = self.manager.state
+        local_queues = [
+            key
+            for key, lq in state.local_queues.cache.items()
+            if (lq.get("spec") or {}).get("clusterQueue") == name
+        ]
+        return colocation.places(cluster_queue, local_queues, views, state.flavors.cache)
+
+    def _refresh_places(self) -> None:
+        """Feed the ClusterQueues whose places changed (a worker's queues or flavors, a
+        MultiKueueConfig, a LocalQueue) to the core again; unchanged ones cost a comparison."""
+        changed = []
+        for cq in self.manager.state.cluster_queues.items():
+            name = str(cq["metadata"]["name"])
+            now = self.places(cq)
+            if self._places.get(name, ()) != now:
+                self._places[name] = now
+                changed.append(name)
+        if changed:
+            log.info("flavors each worker offers together, for %s: %s", changed, self._places)
+            self.manager.state.refeed_cluster_queues(changed)
 
     async def _gc_loop(self) -> None:
         if self.settings.gc_interval <= 0:

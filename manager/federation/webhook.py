@@ -110,7 +110,7 @@ def review_job(
         return _malformed(f"expected a kind of job kfed queues ({known}), got kind {kind!r}")
     operation = request.get("operation")
     if operation == "UPDATE":
-        return review_job_update(request)
+        return review_job_update(request, uses_multikueue, job_kind.default_managed_by)
     if operation != "CREATE":
         return _malformed(f"only CREATE and UPDATE are reviewed, got operation {operation!r}")
     job = request.get("object")
@@ -145,24 +145,56 @@ def review_job(
         # and no MultiKueue check will ever place it. It would hold its quota forever.
         return Verdict(
             allowed=False,
-            message=f"spec.managedBy is {MULTIKUEUE_MANAGED_BY!r} but LocalQueue "
-            f"{namespace}/{queue} leads to a ClusterQueue without a MultiKueue admission "
-            "check, so nothing would ever run this Job: remove spec.managedBy, or submit it to "
-            "a federated queue",
+            message=_never_placed(
+                namespace, queue, "remove spec.managedBy, or submit it to a federated queue"
+            ),
         )
     if managed_by in (None, "", job_kind.default_managed_by) and federated:
         patch.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGED_BY})
     return Verdict(allowed=True, patch=patch)
 
 
-def review_job_update(request: Mapping[str, Any]) -> Verdict:
-    """An update of a queued (or newly queued) Job: refuse what upstream Kueue refuses. The
-    queue of a running Job must not change: adding a queue label to a running Job would make
-    kfed queue, and on a federation place elsewhere, a Job that already runs here."""
+def review_job_update(
+    request: Mapping[str, Any], uses_multikueue: UsesMultiKueue, default_managed_by: str = ""
+) -> Verdict:
+    """An update of a queued (or newly queued) Job: refuse what upstream Kueue refuses, and a
+    move to a queue that could never run it. The queue of a running Job must not change:
+    adding a queue label to a running Job would make kfed queue, and on a federation place
+    elsewhere, a Job that already runs here. A suspended Job may move to another queue (its
+    Workload follows) only where ``spec.managedBy``, which is immutable, still fits: a Job left
+    to MultiKueue to a federated queue, any other Job to a queue that runs it on this cluster.
+
+    This webhook fails open (an update must not depend on the manager); the admission core
+    holds the same line for a Job left to MultiKueue that got past it."""
     new, old = request.get("object"), request.get("oldObject")
     if not isinstance(new, Mapping) or not isinstance(old, Mapping):
         return _malformed("the update request lacks the Job or its previous version")
     if _spec(new).get("suspend") is True:
+        queue = _label(new, QUEUE_NAME_LABEL)
+        namespace = request.get("namespace") or _meta(new).get("namespace")
+        if not queue or queue == _label(old, QUEUE_NAME_LABEL) or not isinstance(queue, str):
+            return Verdict(allowed=True)
+        if not isinstance(namespace, str) or not namespace:
+            return _malformed("the request names no namespace")
+        managed_by = _spec(new).get("managedBy")
+        federated = uses_multikueue(namespace, queue)
+        if managed_by == MULTIKUEUE_MANAGED_BY and federated is False:
+            return Verdict(
+                allowed=False,
+                message=_never_placed(
+                    namespace,
+                    queue,
+                    "label it with a federated queue instead (spec.managedBy cannot change)",
+                ),
+            )
+        if managed_by in (None, "", default_managed_by) and federated:
+            return Verdict(
+                allowed=False,
+                message=f"LocalQueue {namespace}/{queue} leads to a ClusterQueue with a "
+                f"MultiKueue admission check, but this Job was created without spec.managedBy "
+                f"{MULTIKUEUE_MANAGED_BY!r} (immutable), so it would run on this cluster, not on a "
+                "worker: delete it and submit it again with that queue label",
+            )
         return Verdict(allowed=True)
     for label in (QUEUE_NAME_LABEL, PREBUILT_WORKLOAD_LABEL):
         if _label(new, label) != _label(old, label):
@@ -173,6 +205,19 @@ def review_job_update(request: Mapping[str, Any]) -> Verdict:
                 "job is unsuspend",
             )
     return Verdict(allowed=True)
+
+
+def _never_placed(namespace: str, queue: str, remedy: str) -> str:
+    return (
+        f"spec.managedBy is {MULTIKUEUE_MANAGED_BY!r} but LocalQueue {namespace}/{queue} leads "
+        f"to a ClusterQueue without a MultiKueue admission check, so nothing would ever run "
+        f"this Job: {remedy}"
+    )
+
+
+def _meta(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = job.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
 
 
 def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:

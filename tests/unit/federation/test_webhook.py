@@ -43,7 +43,9 @@ Obj = dict[str, Any]
 MK_QUEUES = {("team-a", "gpu-mk")}
 
 
-def uses_multikueue(namespace: str, queue_name: str) -> bool:
+def uses_multikueue(namespace: str, queue_name: str) -> bool | None:
+    if queue_name == "later":
+        return None  # not created yet
     return (namespace, queue_name) in MK_QUEUES
 
 
@@ -94,7 +96,7 @@ class Lookup:
     def ready(self) -> bool:
         return self.is_ready
 
-    def uses_multikueue(self, namespace: str, queue_name: str) -> bool:
+    def uses_multikueue(self, namespace: str, queue_name: str) -> bool | None:
         return uses_multikueue(namespace, queue_name)
 
 
@@ -558,17 +560,50 @@ def test_changing_the_prebuilt_workload_of_a_running_job_is_refused() -> None:
     assert not verdict.allowed and "prebuilt workload name" in verdict.message
 
 
+MK = {"managedBy": MULTIKUEUE_MANAGED_BY}
+
+
 @pytest.mark.parametrize(
     ("new", "old"),
     [
-        (job("gpu-mk", suspend=True), job(None, suspend=True)),  # queued while suspended
+        (job("gpu-mk", suspend=True, **MK), job(None, suspend=True, **MK)),  # queued, suspended
+        (job("cpu-only", suspend=True), job(None, suspend=True)),  # queued on the manager
         (job("gpu-mk", suspend=False), job("gpu-mk", suspend=True)),  # kfed starting it
         (job(None, suspend=True), job("gpu-mk", suspend=True)),  # taken out of its queue
+        (job("later", suspend=True, **MK), job(None, suspend=True, **MK)),  # queue not known
     ],
-    ids=["queue-added-while-suspended", "unsuspended-same-queue", "queue-removed-suspended"],
+    ids=[
+        "queue-added-while-suspended",
+        "queue-added-to-a-plain-job",
+        "unsuspended-same-queue",
+        "queue-removed-suspended",
+        "queue-not-known-yet",
+    ],
 )
 def test_updates_upstream_allows_pass_unchanged(new: Obj, old: Obj) -> None:
     assert review_job(update(new, old), uses_multikueue) == Verdict(allowed=True)
+
+
+def test_a_multikueue_job_labelled_afterwards_with_a_plain_queue_is_refused() -> None:
+    """Issue "Never stuck", item 1: created suspended with managedBy MultiKueue and no queue
+    (the creation webhook never saw it), then labelled with a queue that has no MultiKueue
+    check. Before: accepted, admitted there, unsuspended, run by nothing, quota held for ever."""
+    verdict = review_job(
+        update(job("cpu-only", suspend=True, **MK), job(None, suspend=True, **MK)), uses_multikueue
+    )
+    assert not verdict.allowed and verdict.code == 403
+    assert "team-a/cpu-only" in verdict.message and "nothing would ever run" in verdict.message
+    assert "spec.managedBy cannot change" in verdict.message
+
+
+def test_a_plain_job_moved_to_a_federated_queue_is_refused() -> None:
+    """Issue "Never stuck", item 2: its managedBy cannot be set any more, so in a federated
+    queue it would be rejected by the check after taking quota; say so at once."""
+    verdict = review_job(
+        update(job("gpu-mk", suspend=True), job("cpu-only", suspend=True)), uses_multikueue
+    )
+    assert not verdict.allowed
+    assert "team-a/gpu-mk" in verdict.message and "submit it again" in verdict.message
 
 
 @pytest.mark.parametrize(
