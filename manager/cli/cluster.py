@@ -3,6 +3,8 @@ of worker clusters."""
 
 from __future__ import annotations
 
+import asyncio
+
 import click
 
 from manager.api import constants as C
@@ -13,6 +15,7 @@ from manager.cli.common import (
     connect_manager,
     connection_options,
     console,
+    from_kube_error,
     output_option,
     read_text,
     run,
@@ -20,6 +23,8 @@ from manager.cli.common import (
     warn,
 )
 from manager.cli.tables import print_json, table
+from manager.federation import kubeconfig
+from manager.kube import errors
 
 
 @click.group("cluster")
@@ -34,6 +39,14 @@ def group() -> None:
 
 
 # -- add -----------------------------------------------------------------------------------
+
+
+async def _roll_back(name: str, rollback: registration.Rollback, *, waited: bool) -> str:
+    undone, failed = await rollback.run()
+    summary = registration.rollback_summary(name, undone, failed)
+    if waited and undone and not failed:
+        summary += " (--no-wait registers it without waiting for the manager)"
+    return summary
 
 
 async def _add(
@@ -51,20 +64,33 @@ async def _add(
     )
     out, err = console(), console(stderr=True)
     api = await connect_manager(target)
+    rollback = registration.Rollback()
+    waited = False
     try:
-        for line in await registration.register(
-            api, name, checked, namespace=target.namespace, config=config
-        ):
-            (err if line.startswith("note:") else out).print(line)
-        if wait:
-            with err.status(f"waiting for {name} to become Active…") as status:
-                condition = await registration.wait_active(
-                    api,
-                    name,
-                    timeout=timeout,
-                    on_update=lambda text: status.update(f"waiting for {name}: {text}"),
-                )
-            out.print(f"{name} is Active: {condition.get('message') or condition.get('reason')}")
+        try:
+            for line in await registration.register(
+                api, name, checked, namespace=target.namespace, config=config, rollback=rollback
+            ):
+                (err if line.startswith("note:") else out).print(line)
+            if wait:
+                waited = True
+                with err.status(f"waiting for {name} to become Active…") as status:
+                    condition = await registration.wait_active(
+                        api,
+                        name,
+                        timeout=timeout,
+                        on_update=lambda text: status.update(f"waiting for {name}: {text}"),
+                    )
+                shown = registration.shown_message(condition) or condition.get("reason")
+                out.print(f"{name} is Active: {shown}")
+        except (CliError, errors.KubeError) as problem:
+            # Refused (not Active in time) or failed midway: leave nothing of this add behind.
+            failure = problem if isinstance(problem, CliError) else from_kube_error(problem)
+            summary = await _roll_back(name, rollback, waited=waited)
+            raise CliError(f"{failure.message}; {summary}", failure.code) from None
+        except asyncio.CancelledError:  # Ctrl-C
+            err.print(await _roll_back(name, rollback, waited=waited))
+            raise
     finally:
         await api.close()
     try:
@@ -75,7 +101,7 @@ async def _add(
     if not rows:
         out.print(f"{name} has no ClusterQueues yet: it has no capacity to offer")
         return
-    out.print(f"capacity of {name} ({checked.server}):")
+    out.print(f"capacity of {name} ({kubeconfig.redact_server(checked.server)}):")
     out.print(
         table(
             ("clusterqueue", "flavor", "resource", "nominal", "reserved", "free"),
@@ -138,6 +164,10 @@ def add(
     creates or updates MultiKueueCluster NAME, adds NAME to the MultiKueueConfig, waits until
     the manager reports it Active (exit 1 with the condition's reason on timeout) and prints
     the worker's capacity per ClusterQueue, flavor and resource, read from the worker itself.
+
+    When the worker is not Active in time, or a step fails, it undoes what it did: deletes
+    what it created, puts back what it changed (a Secret or MultiKueueCluster NAME that was
+    there before is restored, never deleted), and says so.
 
     --kubeconfig/--context always name the MANAGER cluster; the worker's are
     --kubeconfig-file/--worker-context.

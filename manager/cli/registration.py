@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -98,50 +98,168 @@ def secret_of(mk_cluster: Obj) -> str | None:
 # -- add -----------------------------------------------------------------------------------
 
 
-async def _ensure_namespace(api: KubeApi, namespace: str) -> list[str]:
+@dataclass
+class Rollback:
+    """What one registration changed on the manager, to undo it when the registration is
+    refused or fails: each step undoes one change (newest first) and says what it did.
+    Only what this registration created or changed is touched; an object that was there
+    before is put back as it was, never deleted."""
+
+    steps: list[tuple[str, Callable[[], Awaitable[str]]]] = field(default_factory=list)
+
+    def add(self, what: str, step: Callable[[], Awaitable[str]]) -> None:
+        self.steps.append((what, step))
+
+    async def run(self) -> tuple[list[str], list[str]]:
+        """Undo every step, newest first: (what was undone, what could not be)."""
+        done: list[str] = []
+        failed: list[str] = []
+        while self.steps:
+            what, step = self.steps.pop()
+            try:
+                done.append(await step())
+            except (errors.KubeError, CliError, OSError, TimeoutError) as err:
+                failed.append(f"{what} ({getattr(err, 'message', None) or err})")
+        return done, failed
+
+
+_BUILT_IN = {
+    R.CONFIGMAPS.plural: {"kube-root-ca.crt"},
+    R.SERVICE_ACCOUNTS.plural: {"default"},
+}
+
+
+async def _namespace_holds_others(api: KubeApi, namespace: str) -> bool:
+    """Whether a namespace holds anything beyond what Kubernetes puts in every namespace."""
+    for res in (R.SECRETS, R.CONFIGMAPS, R.SERVICE_ACCOUNTS, R.PODS, R.LEASES):
+        built_in = _BUILT_IN.get(res.plural, set())
+        for obj in (await api.list(res, namespace))["items"]:
+            if obj["metadata"]["name"] not in built_in:
+                return True
+    return False
+
+
+async def _ensure_namespace(api: KubeApi, namespace: str, rollback: Rollback) -> list[str]:
     try:
         await api.get(R.NAMESPACES, namespace)
         return []
     except errors.NotFound:
         pass
     try:
-        await api.create(R.NAMESPACES, {"metadata": {"name": namespace}})
+        created = await api.create(R.NAMESPACES, {"metadata": {"name": namespace}})
     except errors.AlreadyExists:
         return []
+    uid = created["metadata"].get("uid")
+
+    async def undo() -> str:
+        if await _namespace_holds_others(api, namespace):
+            return f"kept Namespace {namespace}: it now holds objects this command did not create"
+        await api.delete(R.NAMESPACES, namespace, uid=uid)
+        return f"deleted Namespace {namespace}"
+
+    rollback.add(f"delete Namespace {namespace}", undo)
     return [f"created Namespace {namespace}"]
 
 
-async def _upsert_secret(api: KubeApi, body: Obj) -> str:
+def _secret_fields(obj: Obj) -> tuple[str | None, str | None]:
+    """What a registration sets on a Secret: its managed-by label and its kubeconfig."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    data = obj.get("data") or {}
+    return labels.get(MANAGED_BY_LABEL), data.get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
+
+
+async def _upsert_secret(api: KubeApi, body: Obj, rollback: Rollback) -> str:
     meta = body["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    where = f"Secret {namespace}/{name}"
     try:
-        await api.create(R.SECRETS, body, meta["namespace"])
-        return f"created Secret {meta['namespace']}/{meta['name']}"
+        created = await api.create(R.SECRETS, body, namespace)
     except errors.AlreadyExists:
         pass
+    else:
+        uid = created["metadata"].get("uid")
+
+        async def delete() -> str:
+            await api.delete(R.SECRETS, name, namespace, uid=uid)
+            return f"deleted {where}"
+
+        rollback.add(f"delete {where}", delete)
+        return f"created {where}"
+    before = _secret_fields(await api.get(R.SECRETS, name, namespace))
+    ours = _secret_fields(body)
     await api.patch(
-        R.SECRETS,
-        meta["name"],
-        {"metadata": {"labels": meta["labels"]}, "data": body["data"]},
-        meta["namespace"],
+        R.SECRETS, name, {"metadata": {"labels": meta["labels"]}, "data": body["data"]}, namespace
     )
-    return f"updated Secret {meta['namespace']}/{meta['name']}"
+    if before == ours:
+        return f"{where} unchanged"
+
+    async def restore() -> str:
+        current = await api.get(R.SECRETS, name, namespace)
+        if _secret_fields(current) != ours:
+            return f"kept {where}: changed since by someone else"
+        label, data = before
+        await api.patch(
+            R.SECRETS,
+            name,
+            {
+                "metadata": {
+                    "labels": {MANAGED_BY_LABEL: label},
+                    "resourceVersion": current["metadata"]["resourceVersion"],
+                },
+                "data": {C.MULTIKUEUE_KUBECONFIG_SECRET_KEY: data},
+            },
+            namespace,
+        )
+        return f"restored {where} as it was"
+
+    rollback.add(f"restore {where}", restore)
+    return f"updated {where}"
 
 
-async def _upsert_cluster(api: KubeApi, name: str, secret: str) -> str:
+async def _upsert_cluster(api: KubeApi, name: str, secret: str, rollback: Rollback) -> str:
     body = multikueue_cluster(name, secret)
     try:
-        await api.create(R.MULTIKUEUE_CLUSTERS, body)
-        return f"created MultiKueueCluster {name}"
+        created = await api.create(R.MULTIKUEUE_CLUSTERS, body)
     except errors.AlreadyExists:
         pass
+    else:
+        uid = created["metadata"].get("uid")
+
+        async def delete() -> str:
+            await api.delete(R.MULTIKUEUE_CLUSTERS, name, uid=uid)
+            return f"deleted MultiKueueCluster {name}"
+
+        rollback.add(f"delete MultiKueueCluster {name}", delete)
+        return f"created MultiKueueCluster {name}"
     existing = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-    if (existing.get("spec") or {}).get("clusterSource") == body["spec"]["clusterSource"]:
+    before = (existing.get("spec") or {}).get("clusterSource")
+    ours = body["spec"]["clusterSource"]
+    if before == ours:
         return f"MultiKueueCluster {name} unchanged"
     await api.patch(
         R.MULTIKUEUE_CLUSTERS,
         name,
-        {"spec": {"clusterSource": {**body["spec"]["clusterSource"], "clusterProfileRef": None}}},
+        {"spec": {"clusterSource": {**ours, "clusterProfileRef": None}}},
     )
+
+    async def restore() -> str:
+        for _ in range(_CONFLICT_ATTEMPTS):
+            current = await api.get(R.MULTIKUEUE_CLUSTERS, name)
+            if (current.get("spec") or {}).get("clusterSource") != ours:
+                return f"kept MultiKueueCluster {name}: changed since by someone else"
+            spec = current.setdefault("spec", {})
+            if before is None:
+                spec.pop("clusterSource", None)
+            else:
+                spec["clusterSource"] = before
+            try:
+                await api.replace(R.MULTIKUEUE_CLUSTERS, current)
+            except errors.Conflict:  # the manager wrote its status meanwhile
+                continue
+            return f"restored MultiKueueCluster {name} as it was"
+        raise CliError(f"MultiKueueCluster {name} kept changing")
+
+    rollback.add(f"restore MultiKueueCluster {name}", restore)
     return f"updated MultiKueueCluster {name}"
 
 
@@ -191,6 +309,30 @@ async def _edit_config(
     )
 
 
+async def _join_config(api: KubeApi, config: str, name: str, rollback: Rollback) -> str:
+    """List ``name`` in ``config`` (created when missing)."""
+    edited = await _edit_config(
+        api, config, lambda names: names if name in names else [*names, name], create=True
+    )
+    assert edited is not None
+    line = edited[0]
+    if line.endswith(" unchanged"):
+        return line
+
+    async def leave() -> str:
+        left = await _edit_config(
+            api, config, lambda names: [n for n in names if n != name], create=False
+        )
+        if left is None or left[0].endswith(" unchanged"):
+            return f"MultiKueueConfig {config} no longer lists {name}"
+        if not left[1]:
+            return f"deleted MultiKueueConfig {config}"
+        return f"took {name} out of MultiKueueConfig {config}"
+
+    rollback.add(f"take {name} out of MultiKueueConfig {config}", leave)
+    return line
+
+
 async def referencing_checks(api: KubeApi, config: str) -> list[str]:
     """AdmissionChecks whose MultiKueue parameters name this MultiKueueConfig."""
     found = []
@@ -207,25 +349,37 @@ async def register(
     *,
     namespace: str,
     config: str = DEFAULT_CONFIG,
+    rollback: Rollback | None = None,
 ) -> list[str]:
     """Create or update the Secret and MultiKueueCluster ``name`` and list it in ``config``.
     Returns what was done, one line per object, plus a note when no AdmissionCheck uses the
-    config (so no ClusterQueue could dispatch to it yet)."""
+    config (so no ClusterQueue could dispatch to it yet). Each change is recorded in
+    ``rollback`` as it is made, so that a caller can undo it, also after a failure midway."""
     check_name(name)
-    done = await _ensure_namespace(api, namespace)
-    done.append(await _upsert_secret(api, kubeconfig_secret(name, namespace, checked)))
-    done.append(await _upsert_cluster(api, name, name))
-    edited = await _edit_config(
-        api, config, lambda names: names if name in names else [*names, name], create=True
-    )
-    assert edited is not None
-    done.append(edited[0])
+    rollback = rollback if rollback is not None else Rollback()
+    done = await _ensure_namespace(api, namespace, rollback)
+    done.append(await _upsert_secret(api, kubeconfig_secret(name, namespace, checked), rollback))
+    done.append(await _upsert_cluster(api, name, name, rollback))
+    done.append(await _join_config(api, config, name, rollback))
     if not await referencing_checks(api, config):
         done.append(
             f"note: no AdmissionCheck with controllerName {C.MULTIKUEUE_CONTROLLER_NAME} "
             f"references MultiKueueConfig {config} yet; ClusterQueues dispatch only through one"
         )
     return done
+
+
+def rollback_summary(name: str, undone: list[str], failed: list[str]) -> str:
+    """One phrase for the end of a failed ``kfed cluster add``'s error."""
+    if failed:
+        return (
+            f"could not undo all it changed: {'; '.join(failed)}"
+            + (f" (undone: {', '.join(undone)})" if undone else "")
+            + f"; check with `kfed cluster list` and `kfed cluster remove {name}`"
+        )
+    if not undone:
+        return "it had changed nothing on the manager"
+    return f"rolled back what it did: {', '.join(undone)}"
 
 
 # -- waiting for Active --------------------------------------------------------------------
@@ -240,8 +394,14 @@ def describe_active(condition: Mapping[str, Any] | None) -> str:
         return "no Active condition yet (is the kfed manager running on the manager cluster?)"
     return (
         f"Active={condition.get('status', 'Unknown')} "
-        f"{condition.get('reason') or ''}: {condition.get('message') or ''}"
+        f"{condition.get('reason') or ''}: {shown_message(condition)}"
     ).strip()
+
+
+def shown_message(condition: Mapping[str, Any]) -> str:
+    """A condition's message as the CLI shows it: any server URL in it without userinfo,
+    query string or fragment (a condition written by an older manager may hold one)."""
+    return kubeconfig.redact_text(str(condition.get("message") or ""))
 
 
 async def wait_active(
@@ -265,7 +425,7 @@ async def wait_active(
         if time.monotonic() >= deadline:
             raise CliError(
                 f"{name} is not Active after {timeout:g}s: {describe_active(condition)}; "
-                f"see `kfed cluster list` and the kfed manager's log"
+                "the kfed manager's log says more"
             )
         await asyncio.sleep(interval)
 
@@ -342,7 +502,7 @@ def cluster_rows(mk_clusters: list[Obj], mk_configs: list[Obj]) -> list[ClusterR
                 reason=str(condition.get("reason", "")),
                 maintenance=federated.maintenance_of(obj),
                 configs=",".join(member_of.get(name, [])),
-                message=str(condition.get("message", "")),
+                message=shown_message(condition),
             )
         )
     return rows

@@ -78,29 +78,85 @@ def _check_base64(value: Any, where: str) -> None:
 
 
 def _check_server(server: Any, cluster: str) -> str:
+    """The server URL, or a refusal. A refusal never repeats the parts of the URL that can
+    hold a secret (userinfo, query string, fragment): the message goes into the
+    MultiKueueCluster's condition, the dashboard, ``kfed cluster list`` and the logs."""
     if not isinstance(server, str) or not server.strip():
         raise _bad(f"cluster {cluster!r} has an empty server")
-    parts = urlsplit(server)
-    if "@" in parts.netloc:
+    if any(ch.isspace() or not ch.isprintable() for ch in server):
+        # urlsplit silently drops leading blanks, tabs and newlines: the URL it would judge
+        # is not the one the HTTP client is given.
+        where = (
+            "leading or trailing whitespace"
+            if server != server.strip()
+            else "whitespace or a control character"
+        )
+        raise _bad(f"cluster {cluster!r} server URL has {where}; write the bare https URL")
+    if "@" in server:
         # Never echo this URL: it carries a password. The HTTP client cannot use it either
         # (it refuses credentials in the URL), so the worker would never connect.
         raise _insecure(
             f"cluster {cluster!r} server URL carries credentials (user:password@host); put "
             "the credentials in the kubeconfig's user entry instead"
         )
+    if "?" in server:
+        raise _insecure(
+            f"cluster {cluster!r} server URL has a query string (?...), which can carry "
+            "credentials and would be shown wherever the server is; put the credentials in "
+            "the kubeconfig's user entry (token or client certificate data) instead"
+        )
+    if "#" in server:
+        raise _bad(
+            f"cluster {cluster!r} server URL has a fragment (#...); write the bare https URL"
+        )
+    try:
+        parts = urlsplit(server)
+        _ = parts.port
+    except ValueError:
+        raise _bad(
+            f"cluster {cluster!r} server {server!r} has an invalid port or address"
+        ) from None
     if parts.scheme != "https":
         raise _insecure(f"cluster {cluster!r} server {server!r} is not https")
     host = parts.hostname or ""
-    try:
-        _ = parts.port
-    except ValueError:
-        raise _bad(f"cluster {cluster!r} server {server!r} has an invalid port") from None
     valid_ip = _IPV4.match(host) and all(int(p) < 256 for p in host.split("."))
     if not (valid_ip or ":" in host or _DNS1123.match(host)):
         raise _bad(
             f"cluster {cluster!r} server host {host!r} is neither an IP address nor a DNS name"
         )
     return server
+
+
+# -- showing a server URL ----------------------------------------------------------------------
+
+REDACTED = "[redacted]"
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+_QUOTED_SERVER = re.compile(r"(server )(['\"])(.*?)\2")
+
+
+def redact_server(url: str) -> str:
+    """A server URL as it may be shown: its userinfo (``user:password@``), query string and
+    fragment replaced by ``[redacted]``. For URLs stored before kfed refused these (or any
+    text taken for one): it never fails and never returns what it removed."""
+    text = url
+    cut = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=-1)
+    if cut >= 0:
+        text = text[: cut + 1] + REDACTED
+    scheme = text.find("://")
+    start = scheme + 3 if scheme >= 0 else 0
+    head = text[start:]
+    if "@" in head.removesuffix(REDACTED):
+        # Up to the last '@': a password may itself hold '/', ':' or '@'.
+        text = text[:start] + REDACTED + "@" + head.rsplit("@", 1)[1]
+    return text
+
+
+def redact_text(text: str) -> str:
+    """A message (a condition's, an error's) with every URL in it, and every quoted
+    ``server '...'`` an older kfed wrote, shown through ``redact_server``."""
+    text = _QUOTED_SERVER.sub(lambda m: m[1] + m[2] + redact_server(m[3]) + m[2], text)
+    return _URL_IN_TEXT.sub(lambda m: redact_server(m[0]), text)
 
 
 def check(text: str | bytes, *, context: str | None = None) -> CheckedKubeconfig:

@@ -25,7 +25,7 @@ from manager.api import federated, quantity
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation import capacity, credentials, visibility
+from manager.federation import capacity, credentials, kubeconfig, visibility
 from manager.federation.runtime import FederationController
 from manager.federation.workloadview import (
     FINISHED,
@@ -452,7 +452,7 @@ def cluster_rows(federation: FederationController) -> list[ClusterRow]:
                 name=name,
                 active=active,
                 reason=reason,
-                message=message,
+                message=kubeconfig.redact_text(message),
                 maintenance=federated.maintenance_of(mk),
                 can_fence=remote.can_fence if remote is not None else False,
                 free=capacity.free_quota(dispatcher.worker_view(remote, 0))

@@ -4,6 +4,7 @@ created, the capacity table and the cluster list."""
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from manager.cli.registration import (
     check_name,
     check_worker_kubeconfig,
     cluster_rows,
+    describe_active,
     kubeconfig_secret,
 )
 from tests.unit.cli.builders import cluster_queue, condition
@@ -116,3 +118,38 @@ def test_cluster_rows_show_activity_maintenance_and_configs() -> None:
         ("worker-1", "True", "Active", "drain", "a,b", "Connected"),
         ("worker-2", "Unknown", "", "", "a", ""),
     ]
+
+
+def test_cluster_rows_never_show_a_credential_in_a_server_url() -> None:
+    # conditions an older manager wrote, for a kubeconfig it accepted then
+    stored: list[dict[str, Any]] = [
+        {
+            "metadata": {"name": name},
+            "status": {"conditions": [condition(C.ACTIVE, False, "X", message)]},
+        }
+        for name, message in [
+            ("w1", "w1 https://h:6443/?token=s3cret: InvalidURL: https://h:6443/?token=s3cret"),
+            ("w2", "cluster 'w2' server 'h:6443/?token=s3cret' is not https"),
+            ("w3", "cannot connect to https://admin:s3cret@h:6443/api"),
+        ]
+    ]
+    rows = cluster_rows(stored, [])
+    assert [r.message for r in rows] == [
+        "w1 https://h:6443/?[redacted] InvalidURL: https://h:6443/?[redacted]",
+        "cluster 'w2' server 'h:6443/?[redacted]' is not https",
+        "cannot connect to https://[redacted]@h:6443/api",
+    ]
+    assert "s3cret" not in describe_active(stored[0]["status"]["conditions"][0])
+
+
+@pytest.mark.parametrize(
+    "server",
+    ["https://10.0.0.1:6443/?token=s3cret", " https://10.0.0.1:6443", "https://u:s3cret@h:1"],
+)
+def test_a_server_with_a_query_userinfo_or_blanks_is_refused_without_the_secret(
+    server: str,
+) -> None:
+    with pytest.raises(CliError) as caught:
+        check_worker_kubeconfig(worker_kubeconfig(server=server), context=None, source="w1.yaml")
+    assert caught.value.code == EXIT_USAGE
+    assert "s3cret" not in caught.value.message

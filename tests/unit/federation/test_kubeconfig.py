@@ -85,6 +85,60 @@ CASES = [
         "carries credentials",
     ),
     (
+        "a password whose '/' hides the '@' from urlsplit",
+        with_("clusters.0.cluster.server", "https://user:s3/cret@h:6443"),
+        kc.INSECURE_KUBECONFIG,
+        "carries credentials",
+    ),
+    (
+        "a token in the query string",
+        with_("clusters.0.cluster.server", "https://h:6443/?token=s3cret"),
+        kc.INSECURE_KUBECONFIG,
+        "query string",
+    ),
+    (
+        "a token in the query string of a plain http url",
+        with_("clusters.0.cluster.server", "http://h:6443?access_token=s3cret"),
+        kc.INSECURE_KUBECONFIG,
+        "query string",
+    ),
+    (
+        "an empty query string",
+        with_("clusters.0.cluster.server", "https://h:6443/?"),
+        kc.INSECURE_KUBECONFIG,
+        "query string",
+    ),
+    (
+        "a fragment",
+        with_("clusters.0.cluster.server", "https://h:6443/#s3cret"),
+        kc.BAD_KUBECONFIG,
+        "fragment",
+    ),
+    (
+        "a leading space",
+        with_("clusters.0.cluster.server", " https://h:6443"),
+        kc.BAD_KUBECONFIG,
+        "leading or trailing whitespace",
+    ),
+    (
+        "a trailing newline",
+        with_("clusters.0.cluster.server", "https://h:6443\n"),
+        kc.BAD_KUBECONFIG,
+        "leading or trailing whitespace",
+    ),
+    (
+        "a tab inside",
+        with_("clusters.0.cluster.server", "https://h:6443/\ts3cret"),
+        kc.BAD_KUBECONFIG,
+        "whitespace or a control character",
+    ),
+    (
+        "a malformed ipv6 address",
+        with_("clusters.0.cluster.server", "https://[::1:6443"),
+        kc.BAD_KUBECONFIG,
+        "invalid port or address",
+    ),
+    (
         "plain http",
         with_("clusters.0.cluster.server", "http://h:80"),
         kc.INSECURE_KUBECONFIG,
@@ -151,3 +205,56 @@ def test_rejected(text: str, reason: str, fragment: str) -> None:
     assert caught.value.reason == reason
     assert fragment in str(caught.value)
     assert "s3cret" not in str(caught.value), "a refusal never repeats a password"
+
+
+SECRET_SERVERS = [
+    "https://h:6443/?token=s3cret",
+    "https://user:s3cret@h:6443",
+    "https://user:s3/cret@h:6443/?x=s3cret#s3cret",
+    "http://h:6443?access_token=s3cret",
+    "h:6443/?token=s3cret",
+    " https://h:6443/?token=s3cret",
+]
+
+
+@pytest.mark.parametrize("server", SECRET_SERVERS)
+def test_a_refused_server_url_is_never_repeated(server: str) -> None:
+    with pytest.raises(kc.KubeconfigRejected) as caught:
+        kc.check(with_("clusters.0.cluster.server", server))
+    assert "s3cret" not in str(caught.value)
+    assert "s3" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://h:6443", "https://h:6443"),
+        ("https://[::1]:6443/k8s/clusters/c-1", "https://[::1]:6443/k8s/clusters/c-1"),
+        ("https://h:6443/?token=s3cret", "https://h:6443/?[redacted]"),
+        ("https://h:6443#s3cret", "https://h:6443#[redacted]"),
+        ("https://user:s3cret@h:6443", "https://[redacted]@h:6443"),
+        ("https://user:s3/c@ret@h:6443/p?q=s3cret", "https://[redacted]@h:6443/p?[redacted]"),
+        ("user:s3cret@h:6443", "[redacted]@h:6443"),
+        ("https://h:6443/?token=a@s3cret", "https://h:6443/?[redacted]"),
+    ],
+)
+def test_a_server_is_shown_without_userinfo_query_or_fragment(url: str, shown: str) -> None:
+    assert kc.redact_server(url) == shown
+    assert kc.redact_server(shown) == shown, "redacting twice changes nothing"
+
+
+def test_messages_written_before_are_shown_redacted() -> None:
+    # what kfed < this fix wrote into conditions, and client errors naming the URL
+    old = "cluster 'w1' server 'h:6443/?token=s3cret' is not https"
+    assert kc.redact_text(old) == "cluster 'w1' server 'h:6443/?[redacted]' is not https"
+    error = (
+        "worker-1 https://h:6443/?token=s3cret: InvalidURL: "
+        "https://admin:s3cret@h:6443/?token=s3cret/api (retrying)"
+    )
+    assert kc.redact_text(error) == (
+        "worker-1 https://h:6443/?[redacted] InvalidURL: "
+        "https://[redacted]@h:6443/?[redacted] (retrying)"
+    )
+    assert kc.redact_text("Connected to https://h:6443 (v1.31)") == (
+        "Connected to https://h:6443 (v1.31)"
+    )
