@@ -11,6 +11,7 @@ CLI runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -24,11 +25,12 @@ from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
 from manager.cli.manageradmission import Outcome, decide, workload_of
 from manager.cli.tables import amount
 from manager.controllers import conditions
-from manager.controllers.jobkinds.base import MissingReference
+from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation import capacity, kubeconfig, references
+from manager.federation import capacity, colocation, eligibility, kubeconfig, references
+from manager.federation.lookups import foreign_reason
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
-from manager.kube import errors
+from manager.kube import discovery, errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
@@ -83,9 +85,24 @@ def _by_key(items: list[Obj]) -> dict[str, Obj]:
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerRead:
+    """What one read of a worker tells: its queues, and the facts of eligibility that only the
+    worker knows (it serves the job's kind; an object of the job's name is there already)."""
+
+    view: capacity.WorkerView
+    serves_kind: bool
+    blocked: str | None
+
+
 async def _read_worker(
-    name: str, order: int, checked: kubeconfig.CheckedKubeconfig, namespace: str
-) -> capacity.WorkerView:
+    name: str,
+    order: int,
+    checked: kubeconfig.CheckedKubeconfig,
+    namespace: str,
+    kind: JobKind,
+    job_name: str,
+) -> WorkerRead:
     api = await connect_dict(checked.config, checked.context, name=name)
     try:
         lqs, cqs, rfs = await asyncio.gather(
@@ -93,15 +110,25 @@ async def _read_worker(
             api.list(R.CLUSTER_QUEUES),
             api.list(R.RESOURCE_FLAVORS),
         )
+        serves = await discovery.serves(api, kind.resource)
+        blocked = None
+        if serves and job_name:
+            with contextlib.suppress(errors.NotFound):
+                there = await api.get(kind.resource, job_name, namespace)
+                # Ours (any manager's copy) carry the origin label; anything else is foreign,
+                # and the dispatcher would leave it alone and not place there.
+                if not (there["metadata"].get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL):
+                    blocked = foreign_reason(kind.resource.kind, there)
     finally:
         await api.close()
-    return capacity.WorkerView(
+    view = capacity.WorkerView(
         name=name,
         local_queues=_by_key(lqs["items"]),
         cluster_queues=_by_key(cqs["items"]),
         flavors=_by_key(rfs["items"]),
         order=order,
     )
+    return WorkerRead(view, serves, blocked)
 
 
 async def _worker_kubeconfig(
@@ -118,6 +145,16 @@ async def _worker_kubeconfig(
         raise CliError(f"{err.reason}: {err}") from None
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerLook:
+    """One worker as ``kfed whatif`` sees it: why no copy may go there (None: one may), and
+    what it holds when it could be read (its queues count for the flavors each worker offers
+    together even where no copy may go now, as in the manager)."""
+
+    refused: capacity.Candidate | None
+    read: WorkerRead | None
+
+
 async def evaluate_worker(
     api: KubeApi,
     name: str,
@@ -128,48 +165,104 @@ async def evaluate_worker(
     namespace: str,
     allowed: set[str] | None,
     used: frozenset[references.Reference] = frozenset(),
+    kind: JobKind = BATCH_JOB,
+    job_name: str = "",
 ) -> capacity.Candidate:
-    """One worker's verdict, with the same pre-checks as the dispatcher (allow-list,
-    connected, namespace binding, the objects its pods use (``used``), maintenance), then
-    capacity.evaluate on its queues."""
-    if allowed is not None and name not in allowed:
-        return capacity.Candidate(
-            name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
-        )
+    """One worker's verdict: ``look_at_worker``, then capacity.evaluate on its queues."""
+    looked = await look_at_worker(
+        api,
+        name,
+        order,
+        job_namespace=request.namespace,
+        namespace=namespace,
+        allowed=allowed,
+        used=used,
+        kind=kind,
+        job_name=job_name,
+    )
+    return verdict_of(looked, request, manager_flavors)
+
+
+def verdict_of(
+    looked: WorkerLook, request: capacity.Request, manager_flavors: Mapping[str, Obj]
+) -> capacity.Candidate:
+    if looked.refused is not None:
+        return looked.refused
+    assert looked.read is not None  # a worker not refused was read
+    return capacity.evaluate(looked.read.view, request, manager_flavors)
+
+
+async def look_at_worker(
+    api: KubeApi,
+    name: str,
+    order: int,
+    *,
+    job_namespace: str,
+    namespace: str,
+    allowed: set[str] | None,
+    used: frozenset[references.Reference] = frozenset(),
+    kind: JobKind = BATCH_JOB,
+    job_name: str = "",
+) -> WorkerLook:
+    """The dispatcher's own eligibility rule (``eligibility.refusal``) on facts read here: the
+    MultiKueueCluster, then the worker itself (read whenever it can be)."""
+    facts = await _manager_side_facts(api, name, job_namespace, allowed, used, kind)
+    if not facts.registered or not facts.connected:
+        # Not read: the manager cannot reach it either (and a read might hang until timeout).
+        return WorkerLook(eligibility.refusal(facts), None)
+    unreadable: capacity.Candidate | None = None
+    read: WorkerRead | None = None
+    try:
+        mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
+        checked = await _worker_kubeconfig(api, mk_cluster, namespace)
+        read = await _read_worker(name, order, checked, job_namespace, kind, job_name)
+    except CliError as err:
+        unreadable = capacity.Candidate(name, False, f"cannot be read from here: {err.message}")
+    except (errors.KubeError, OSError) as err:
+        unreadable = capacity.Candidate(name, False, f"cannot be read from here: {err}")
+    if read is not None:
+        facts = replace(facts, serves_kind=read.serves_kind, blocked=read.blocked)
+    return WorkerLook(eligibility.refusal(facts) or unreadable, read)
+
+
+async def _manager_side_facts(
+    api: KubeApi,
+    name: str,
+    job_namespace: str,
+    allowed: set[str] | None,
+    used: frozenset[references.Reference],
+    kind: JobKind,
+) -> eligibility.WorkerEligibility:
+    """Eligibility as far as the manager's objects tell it (the worker's own facts are
+    assumed fine until read)."""
+    res = kind.resource
+    base = eligibility.WorkerEligibility(
+        name=name,
+        allowed=allowed is None or name in allowed,
+        namespace=job_namespace,
+        kind=f"{res.kind} ({res.api_version})",
+    )
     try:
         mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
     except errors.NotFound:
-        return capacity.Candidate(name, False, "no MultiKueueCluster of that name")
+        return replace(base, registered=False)
     active = conditions.find((mk_cluster.get("status") or {}).get("conditions"), C.ACTIVE)
-    if active is None or active.get("status") != "True":
-        detail = (
-            f"{active.get('reason', '')}: {active.get('message', '')}"
-            if active
-            else "no Active condition (is the kfed manager running?)"
-        )
-        return capacity.Candidate(name, False, f"not connected ({detail})")
-    if not federated.namespace_bound(mk_cluster, request.namespace):
-        return capacity.Candidate(
-            name,
-            False,
-            f"namespace {request.namespace} is not bound to it ({C.NAMESPACES_ANNOTATION})",
-            never=True,
-        )
-    refusal = references.refusal(
-        references.policy_of(mk_cluster), used, namespace=request.namespace, worker=name
+    connected = active is not None and active.get("status") == "True"
+    detail = (
+        f"{active.get('reason', '')}: {active.get('message', '')}"
+        if active
+        else "no Active condition (is the kfed manager running?)"
     )
-    if refusal is not None:
-        return capacity.Candidate(name, False, refusal, never=True)
-    if mode := federated.maintenance_of(mk_cluster):
-        return capacity.Candidate(name, False, f"in maintenance ({mode})")
-    try:
-        checked = await _worker_kubeconfig(api, mk_cluster, namespace)
-        view = await _read_worker(name, order, checked, request.namespace)
-    except CliError as err:
-        return capacity.Candidate(name, False, f"cannot be read from here: {err.message}")
-    except errors.KubeError as err:
-        return capacity.Candidate(name, False, f"cannot be read from here: {err}")
-    return capacity.evaluate(view, request, manager_flavors)
+    return replace(
+        base,
+        namespace_bound=federated.namespace_bound(mk_cluster, job_namespace),
+        references_refusal=references.refusal(
+            references.policy_of(mk_cluster), used, namespace=job_namespace, worker=name
+        ),
+        connected=connected,
+        not_connected_detail="" if connected else detail,
+        maintenance=federated.maintenance_of(mk_cluster),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +291,20 @@ class Prediction:
     verdict: str = ""
 
 
+def with_places(
+    snap: snapshot.Snapshot, cq_name: str, cq: Obj, views: list[capacity.WorkerView]
+) -> snapshot.Snapshot:
+    """The snapshot with the ClusterQueue bound to the flavors each worker offers together
+    (``federation/colocation.py``), as the manager's core has it."""
+    held = snap.cluster_queues.get(cq_name)
+    local_queues = [k for k, lq in snap.local_queues.items() if lq.cluster_queue == cq_name]
+    found = colocation.places(cq, local_queues, views, snap.flavor_objects)
+    if held is None or not found:
+        return snap
+    queues = {**snap.cluster_queues, cq_name: replace(held, colocated_flavors=found)}
+    return replace(snap, cluster_queues=queues)
+
+
 async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
     """Where ``job`` would go now; ``namespace`` is kfed's namespace (the Secrets)."""
     job_ns, queue = namespace_of(job), queue_of(job)
@@ -222,6 +329,31 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
         resolved = await kind.with_references(job, api)
     except MissingReference as err:
         raise CliError(f"{display_name(job)} cannot be queued yet: {err}") from None
+    federation = await multikueue_config(api, cq)
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
+    allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
+    clusters = federation[2] if federation is not None else []
+    looks = list(
+        await asyncio.gather(
+            *(
+                look_at_worker(
+                    api,
+                    name,
+                    order,
+                    job_namespace=job_ns,
+                    namespace=namespace,
+                    allowed=allowed,
+                    used=references.of_objects(job_ns, (resolved,)),
+                    kind=kind,
+                    job_name=str((job.get("metadata") or {}).get("name") or ""),
+                )
+                for order, name in enumerate(clusters)
+            )
+        )
+    )
+    # As the manager does: the flavors each worker offers together bound the assignment.
+    snap = with_places(snap, cq_name, cq, [w.read.view for w in looks if w.read is not None])
     decision = decide(snap, workload_of(resolved, snap, now=now, kind=kind), now=now)
     if decision.outcome is Outcome.NEVER:
         raise CliError(f"the manager would never admit {display_name(job)}: {decision.reason}")
@@ -239,32 +371,11 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
         federated=False,
         verdict=f"runs on the manager: ClusterQueue {cq_name} has no MultiKueue check",
     )
-    federation = await multikueue_config(api, cq)
     if federation is None:
         return base
-    check, config, clusters = federation
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
-    allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
+    check, config, _ = federation
     request = capacity.Request(job_ns, queue, decision.usage)
-    used = references.of_objects(job_ns, (resolved,))
-    candidates = list(
-        await asyncio.gather(
-            *(
-                evaluate_worker(
-                    api,
-                    name,
-                    order,
-                    request=request,
-                    manager_flavors=snap.flavor_objects,
-                    namespace=namespace,
-                    allowed=allowed,
-                    used=used,
-                )
-                for order, name in enumerate(clusters)
-            )
-        )
-    )
+    candidates = [verdict_of(w, request, snap.flavor_objects) for w in looks]
     best = capacity.choose(candidates)
     if not clusters:
         verdict = f"would wait: MultiKueueConfig {config or '(none)'} lists no worker"

@@ -20,7 +20,8 @@ from manager.api import quantity
 from manager.controllers import conditions, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.federation import capacity, choosing, references, workloadview
+from manager.federation import capacity, choosing, eligibility, references, workloadview
+from manager.federation.eligibility import WorkerEligibility
 from manager.federation.lookups import Lookups
 from manager.federation.records import Placement, Stats
 from manager.federation.remote import RemoteCluster
@@ -93,40 +94,30 @@ class Placer:
         self, obj: Obj, name: str, allowed: set[str] | None
     ) -> capacity.Candidate | None:
         """Why no copy may go to worker ``name`` whatever its capacity (None: it may), the
-        same in every dispatch mode: not allowed for the job, its namespace not bound to the
-        worker, objects its pods use not allowed there (``references.py``), not connected,
-        not serving the job's kind, blocked by an object kfed did not create, or in
-        maintenance (any value of the annotation, so that a mistyped one errs
-        on the side of sending nothing)."""
-        key = ws.key_of(obj)
-        if allowed is not None and name not in allowed:
-            return capacity.Candidate(
-                name, False, f"not in the job's {ALLOWED_CLUSTERS_ANNOTATION}", never=True
-            )
+        same in every dispatch mode and in ``kfed whatif`` (``eligibility.py``)."""
+        return eligibility.refusal(self.eligibility(obj, name, allowed))
+
+    def eligibility(self, obj: Obj, name: str, allowed: set[str] | None) -> WorkerEligibility:
+        """The facts ``eligibility.refusal`` judges, from the manager's live view."""
         namespace = str(obj["metadata"].get("namespace") or "")
-        if not self.look.namespace_bound(name, namespace):
-            return capacity.Candidate(
-                name,
-                False,
-                f"namespace {namespace} is not bound to it ({C.NAMESPACES_ANNOTATION})",
-                never=True,
-            )
-        if (refusal := self.references_refusal(obj, name)) is not None:
-            return capacity.Candidate(name, False, refusal, never=True)
         remote = self.registry.remote(name)
-        if remote is None or not remote.connected:
-            return capacity.Candidate(name, False, "not connected")
-        kind = self.look.kind_of(obj)
-        if not remote.serves(kind):
-            res = kind.resource
-            return capacity.Candidate(
-                name, False, f"does not serve {res.kind} ({res.api_version}): no CRD there"
-            )
-        if (blocked := self.look.blocked_reason(key, name)) is not None:
-            return capacity.Candidate(name, False, blocked)
-        if maintenance := self.look.maintenance(name):
-            return capacity.Candidate(name, False, f"in maintenance ({maintenance})")
-        return None
+        res = self.look.kind_of(obj).resource
+        permitted = allowed is None or name in allowed
+        bound = self.look.namespace_bound(name, namespace)
+        return WorkerEligibility(
+            name=name,
+            allowed=permitted,
+            registered=self.registry.mk_clusters.get(name) is not None,
+            namespace=namespace,
+            namespace_bound=bound,
+            # Asked only where it decides: a refusal is told by an Event, once.
+            references_refusal=self.references_refusal(obj, name) if permitted and bound else None,
+            connected=remote is not None and remote.connected,
+            kind=f"{res.kind} ({res.api_version})",
+            serves_kind=remote is not None and remote.serves(self.look.kind_of(obj)),
+            blocked=self.look.blocked_reason(ws.key_of(obj), name),
+            maintenance=self.look.maintenance(name),
+        )
 
     def references_refusal(self, obj: Obj, name: str) -> str | None:
         """Why the worker's ``kfed.io/allowed-references`` keeps this workload away (None:

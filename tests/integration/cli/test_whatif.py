@@ -9,8 +9,10 @@ import json
 from dataclasses import dataclass
 
 import pytest
+import yaml
 
 from e2e.local.federation import LocalFederation
+from manager.federation.lookups import foreign_reason
 from manager.kube import resources as R
 from tests.integration.cli import objects
 from tests.integration.cli.conftest import Cleanup, Kfed, Kube, namespace
@@ -207,3 +209,74 @@ def test_the_managers_admitted_workloads_hold_its_quota(
     )
     assert prediction["chosen"] == f.w2
     assert str(prediction["verdict"]).endswith("(once the manager's queue has quota for it)")
+
+
+# -- the dispatcher's own rules (issue "Finish the federation engine", item 4) ----------------
+
+
+def test_a_foreign_job_of_that_name_blocks_a_worker_as_the_dispatcher_says(
+    kfed: Kfed, workers: dict[str, Kube], cleanup: Cleanup, federation: Federation
+) -> None:
+    """A Job of the same name that kfed did not create on worker-2: the dispatcher would leave
+    it alone and not place there; whatif says so in the dispatcher's words (before: it said
+    the worker fits)."""
+    f = federation
+    foreign = yaml.safe_load(objects.job_yaml(f.ns, "heavy", gpus=4, model=f.h100))
+    workers["worker-2"].create(R.JOBS, foreign)
+    cleanup.add(workers["worker-2"], R.JOBS, "heavy", f.ns)
+    prediction = _whatif(kfed, objects.job_yaml(f.ns, "heavy", gpus=4, model=f.h100))
+    fits, reason = _verdicts(prediction)[f.w2]
+    assert not fits
+    assert reason == foreign_reason("Job", {"metadata": {"name": "heavy", "namespace": f.ns}})
+    assert prediction["chosen"] is None
+
+
+JOBSET_WITH_A_CPU_ONLY_DRIVER = """apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {{name: train, namespace: {ns}}}
+spec:
+  replicatedJobs:
+    - name: driver
+      replicas: 1
+      template:
+        spec:
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+                - name: driver
+                  image: busybox
+                  resources: {{requests: {{cpu: "1"}}}}
+    - name: workers
+      replicas: 1
+      template:
+        spec:
+          parallelism: 2
+          completions: 2
+          template:
+            spec:
+              restartPolicy: Never
+              nodeSelector: {{gpu.model: {model}}}
+              containers:
+                - name: worker
+                  image: busybox
+                  resources:
+                    requests: {{cpu: "1", nvidia.com/gpu: "1"}}
+                    limits: {{nvidia.com/gpu: "1"}}
+"""
+
+
+def test_a_jobset_is_charged_and_refused_as_the_manager_would(
+    kfed: Kfed, federation: Federation
+) -> None:
+    """A cpu-only driver beside h100 trainers gets h100's quota for cpu too (the flavors one
+    worker offers together, as the manager's core has them), and workers without JobSet's
+    CRD are refused with the dispatcher's own reason ("serves the kind")."""
+    f = federation
+    prediction = _whatif(kfed, JOBSET_WITH_A_CPU_ONLY_DRIVER.format(ns=f.ns, model=f.h100))
+    assert prediction["manager_flavors"] == {"cpu": f.h100, "nvidia.com/gpu": f.h100}
+    for worker in (f.w1, f.w2):
+        assert _verdicts(prediction)[worker] == (
+            False,
+            "does not serve JobSet (jobset.x-k8s.io/v1alpha2): no CRD there",
+        )
