@@ -35,7 +35,6 @@ from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
 Obj = dict[str, Any]
-RULE = "best fit, then fewest waiting, then config order"
 
 
 # -- the federation as the manager sees it ----------------------------------------------------
@@ -287,7 +286,7 @@ class Prediction:
     config: str = ""
     candidates: list[capacity.Candidate] = field(default_factory=list)
     chosen: str | None = None
-    rule: str = RULE
+    rule: str = capacity.RULE
     verdict: str = ""
 
 

@@ -203,7 +203,7 @@ class AdmissionLoop:
                 key, lambda o: ws.evict(o, reason, message, preempted_reason=preempted_reason)
             )
             if written is not None:
-                self.state.metrics.evicted(cluster_queue_of(written), reason)
+                self.state.metrics.evicted(ws.cluster_queue_of(written), reason)
                 if preempted_reason is None:
                     told.evicted(self.state.events, written, reason, message)
                 else:
@@ -212,7 +212,7 @@ class AdmissionLoop:
                         written,
                         preemptor,
                         message,
-                        cluster_queue=cluster_queue_of(written),
+                        cluster_queue=ws.cluster_queue_of(written),
                     )
                 spans.record(
                     self.settings.role,
@@ -232,8 +232,3 @@ def queued_since(obj: dict[str, Any]) -> float:
     requeued = conditions.find(ws.status_of(obj).get("conditions"), C.REQUEUED)
     since = ws.parse_time(requeued.get("lastTransitionTime")) if requeued else None
     return since or ws.creation_time(obj)
-
-
-def cluster_queue_of(obj: dict[str, Any]) -> str:
-    """The ClusterQueue a workload holds quota in (its admission), or ""."""
-    return str((ws.status_of(obj).get("admission") or {}).get("clusterQueue") or "")

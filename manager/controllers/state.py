@@ -23,6 +23,7 @@ from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
 from manager.controllers import convert, ignored
+from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
@@ -223,6 +224,17 @@ class ClusterState:
         if lq is None:
             return None
         return self.cluster_queues.get(str((lq.get("spec") or {}).get("clusterQueue", "")))
+
+    def queued_cluster_queue(self, workload: Obj) -> str:
+        """The ClusterQueue a workload is in: the one holding its quota
+        (``workloadstatus.cluster_queue_of``), else the one its LocalQueue points to now;
+        empty when neither is known."""
+        reserved = ws.cluster_queue_of(workload)
+        if reserved:
+            return reserved
+        meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+        lq = self.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName') or ''}")
+        return str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
 
     def admission_check_names(self, cluster_queue: str) -> list[str]:
         """The checks every workload of this ClusterQueue must pass (admissionChecksStrategy)."""

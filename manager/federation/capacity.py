@@ -24,6 +24,8 @@ from manager.api import quantity
 
 Obj = dict[str, Any]
 ResourceUsage = Mapping[str, int]
+RULE = "best fit, then fewest waiting, then config order"
+"""``choose``'s rule in words: what placements record and ``kfed whatif`` prints."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,7 +135,7 @@ class Dispatcher:
         """A ClusterQueue's retention changed: its finished workloads' kept objects may be
         due sooner or later than planned."""
         for obj in self.state.workloads.items():
-            if ws.is_finished(obj) and self.retaining.cluster_queue_of(obj) == cluster_queue:
+            if ws.is_finished(obj) and self.state.queued_cluster_queue(obj) == cluster_queue:
                 self.queue.add(ws.key_of(obj))
 
     def capacity_changed(self) -> None:

@@ -31,7 +31,6 @@ from manager.kube.api import Obj
 
 log = logging.getLogger(__name__)
 
-RULE = "best fit, then fewest waiting, then config order"
 TOLD_REFUSALS = 4096
 """Refusals for references remembered (workload, worker), so each is told by one Event."""
 
@@ -295,7 +294,7 @@ class Placer:
         decision = {
             "cluster": best.cluster,
             "reason": best.reason,
-            "rule": RULE,
+            "rule": capacity.RULE,
             "candidates": [c.describe() for c in facts.candidates],
             "at": time.time(),
         }
@@ -307,7 +306,7 @@ class Placer:
                 "kfed.dispatch.mode": str(self.settings.dispatch_mode),
                 "kfed.cluster": best.cluster,
                 "kfed.dispatch.reason": best.reason,
-                "kfed.dispatch.rule": RULE,
+                "kfed.dispatch.rule": capacity.RULE,
                 "kfed.dispatch.candidates": decision["candidates"],
                 "kfed.dispatch.tried_before": sorted(facts.tried),
             },

@@ -80,20 +80,10 @@ class Retaining:
             f"finished workloads use the manager's --finished-retention ({fallback}) instead"
         )
 
-    def cluster_queue_of(self, workload: Obj) -> str:
-        """Its ClusterQueue: the one it was admitted by, else its LocalQueue's."""
-        name = ws.cluster_queue_of(workload)
-        if name:
-            return name
-        namespace = (workload.get("metadata") or {}).get("namespace")
-        queue = (workload.get("spec") or {}).get("queueName")
-        local = self.state.local_queues.get(f"{namespace}/{queue}") or {}
-        return str((local.get("spec") or {}).get("clusterQueue") or "")
-
     def retention_of(self, workload: Obj) -> float:
         """Seconds its finished run's objects are kept (its ClusterQueue's, else the
         manager's)."""
-        cq = self.state.cluster_queues.get(self.cluster_queue_of(workload)) or {}
+        cq = self.state.cluster_queues.get(self.state.queued_cluster_queue(workload)) or {}
         value = ((cq.get("metadata") or {}).get("annotations") or {}).get(RETENTION_ANNOTATION)
         seconds, _ = retention.retention_for(value, self.settings.finished_retention)
         return seconds

@@ -323,7 +323,7 @@ def workload_rows(state: ClusterState, *, role: Role, limit: int = MAX_WORKLOADS
         unusable = state.invalid.get(f"Workload/{key}")
         position = None
         if reason is not None:
-            cluster_queue = cluster_queue_of_pending(state, cache[key])
+            cluster_queue = state.queued_cluster_queue(cache[key])
             if cluster_queue not in lines:
                 lines[cluster_queue] = visibility.positions(state, cluster_queue)
             found = lines[cluster_queue].get(key)
@@ -341,14 +341,6 @@ def workload_rows(state: ClusterState, *, role: Role, limit: int = MAX_WORKLOADS
             )
         )
     return WorkloadList(rows, len(order), by_state)
-
-
-def cluster_queue_of_pending(state: ClusterState, obj: Obj) -> str:
-    """The ClusterQueue a pending workload waits in: its LocalQueue's."""
-    namespace = (obj.get("metadata") or {}).get("namespace", "")
-    queue = (obj.get("spec") or {}).get("queueName") or ""
-    lq = state.local_queues.get(f"{namespace}/{queue}") or {}
-    return str((lq.get("spec") or {}).get("clusterQueue") or "")
 
 
 # -- worker clusters ------------------------------------------------------------------------
