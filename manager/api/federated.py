@@ -46,6 +46,45 @@ def check_controllers(cluster_queue: Obj | None, admission_check: Lookup) -> fro
     return frozenset(str(n) for c in checks if (n := _spec(c).get("controllerName")))
 
 
+REASON_PATH_LOCATION = "KubeConfigPathNotAllowed"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeconfigSource:
+    """Where a MultiKueueCluster's kubeconfig is, as kfed reads it: the name of a Secret in
+    kfed's namespace (key ``kubeconfig``), or why kfed cannot read it (reason, message)."""
+
+    secret: str | None
+    problem: tuple[str, str] | None = None
+
+
+def kubeconfig_source(mk_cluster: Obj | None) -> KubeconfigSource:
+    """The one reading of ``spec.clusterSource`` (manager, CLI, drills): kfed reads Secrets
+    only; a ``clusterProfileRef`` or a ``Path`` location is refused with a reason."""
+    source = _spec(mk_cluster).get("clusterSource") or {}
+    if source.get("clusterProfileRef"):
+        return KubeconfigSource(
+            None,
+            (
+                C.REASON_BAD_CLUSTER_PROFILE,
+                "clusterProfileRef is not supported by kfed; use kubeConfig",
+            ),
+        )
+    kc = source.get("kubeConfig") or {}
+    if kc.get("locationType", "Secret") != "Secret":
+        return KubeconfigSource(
+            None,
+            (
+                REASON_PATH_LOCATION,
+                "kubeConfig locationType Path is not supported by kfed: store it in a Secret",
+            ),
+        )
+    location = str(kc.get("location") or "")
+    if not location:
+        return KubeconfigSource(None, ("BadKubeConfig", "kubeConfig names no Secret (location)"))
+    return KubeconfigSource(location)
+
+
 def is_multikueue_check(admission_check: Obj | None) -> bool:
     return _spec(admission_check).get("controllerName") == C.MULTIKUEUE_CONTROLLER_NAME
 

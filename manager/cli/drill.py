@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import click
 
 from manager.api import constants as C
+from manager.api import federated
 from manager.cli import drillbreak, drillplot, drillprobes, drillreport, prediction
 from manager.cli.common import (
     EXIT_FAILED,
@@ -118,11 +119,11 @@ def plot_path(plot: str | None) -> Path | None:
 
 
 def _secret_name(mk_cluster: Obj) -> str:
-    source = ((mk_cluster.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
-    name = mk_cluster["metadata"]["name"]
-    if source.get("locationType", "Secret") != "Secret" or not source.get("location"):
+    secret = federated.kubeconfig_source(mk_cluster).secret
+    if secret is None:
+        name = mk_cluster["metadata"]["name"]
         raise usage_error(f"MultiKueueCluster {name} does not keep its kubeconfig in a Secret")
-    return str(source["location"])
+    return secret
 
 
 async def _check_target(api: KubeApi, cluster: str, namespace: str) -> str:

@@ -134,10 +134,10 @@ async def _worker_kubeconfig(
     api: KubeApi, mk_cluster: Obj, namespace: str
 ) -> kubeconfig.CheckedKubeconfig:
     name = mk_cluster["metadata"]["name"]
-    source = ((mk_cluster.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
-    if source.get("locationType", "Secret") != "Secret" or not source.get("location"):
+    location = federated.kubeconfig_source(mk_cluster).secret
+    if location is None:
         raise CliError(f"MultiKueueCluster {name} does not keep its kubeconfig in a Secret")
-    secret = await api.get(R.SECRETS, str(source["location"]), namespace)
+    secret = await api.get(R.SECRETS, location, namespace)
     try:
         return kubeconfig.check(kubeconfig.from_secret(secret))
     except kubeconfig.KubeconfigRejected as err:

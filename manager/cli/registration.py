@@ -89,10 +89,7 @@ def multikueue_cluster(name: str, secret: str) -> Obj:
 
 def secret_of(mk_cluster: Obj) -> str | None:
     """The Secret a MultiKueueCluster reads its kubeconfig from (None: not a Secret)."""
-    kc = ((mk_cluster.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
-    if kc.get("locationType", "Secret") != "Secret":
-        return None
-    return str(kc.get("location") or "") or None
+    return federated.kubeconfig_source(mk_cluster).secret
 
 
 # -- add -----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 REASON_SECRET_NOT_FOUND = "SecretNotFound"
 REASON_CLUSTER_PROFILE = C.REASON_BAD_CLUSTER_PROFILE
-REASON_PATH_LOCATION = "KubeConfigPathNotAllowed"
+REASON_PATH_LOCATION = federated.REASON_PATH_LOCATION
 REASON_UNREGISTERED = "Unregistered"
 
 
@@ -323,19 +323,11 @@ class ClusterRegistry:
                 await result
 
     def _kubeconfig_text(self, obj: Obj) -> tuple[str | None, tuple[str, str] | None]:
-        source = (obj.get("spec") or {}).get("clusterSource") or {}
-        if source.get("clusterProfileRef"):
-            return None, (
-                REASON_CLUSTER_PROFILE,
-                "clusterProfileRef is not supported by kfed; use kubeConfig",
-            )
-        kc = source.get("kubeConfig") or {}
-        location, kind = kc.get("location", ""), kc.get("locationType", "Secret")
-        if kind != "Secret":
-            return None, (
-                REASON_PATH_LOCATION,
-                "kubeConfig locationType Path is not supported by kfed: store it in a Secret",
-            )
+        source = federated.kubeconfig_source(obj)
+        if source.secret is None:
+            assert source.problem is not None
+            return None, source.problem
+        location = source.secret
         secret = self.secrets.get(f"{self.settings.namespace}/{location}")
         if secret is None:
             return None, (
