@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from manager.cli import cluster, common, crds, drill, logs, submit, whatif, workloads
+from manager.cli import cluster, common, crds, logs, submit, whatif, workloads
+from manager.cli.drills import command as drills
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,5 +30,5 @@ main.add_command(submit.command)
 main.add_command(workloads.workloads_command)
 main.add_command(workloads.explain_command)
 main.add_command(whatif.command)
-main.add_command(drill.group)
+main.add_command(drills.group)
 main.add_command(logs.command)

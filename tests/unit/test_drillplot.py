@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from manager.cli import drillplot
-from manager.cli.drillreport import (
+from manager.cli.drills import plot
+from manager.cli.drills.report import (
     DrillReport,
     Interval,
     ManagerSample,
@@ -95,7 +95,7 @@ def test_the_report_keeps_the_timeline_the_picture_needs() -> None:
 
 def test_events_follow_the_report_in_time_order() -> None:
     report = synthetic()
-    labels = [e.label for e in drillplot.events(report)]
+    labels = [e.label for e in plot.events(report)]
     assert labels == [
         "cut 0s",
         "detected 2.0s",
@@ -107,20 +107,20 @@ def test_events_follow_the_report_in_time_order() -> None:
         "Active again 7.5s",
         "finish 9.0s",
     ]
-    title, figures = drillplot.headline(report)
+    title, figures = plot.headline(report)
     assert title.startswith("kfed drill partition of worker-1 — run abc123") and "PASS" in title
     assert "detection 2.0s" in figures and "running elsewhere 6.8s" in figures
     assert "moved 2/2" in figures and "double runs 0" in figures
-    assert drillplot.workers(report) == [TARGET, DEST, IDLE]
-    assert drillplot.unreadable(report, IDLE) == [
+    assert plot.workers(report) == [TARGET, DEST, IDLE]
+    assert plot.unreadable(report, IDLE) == [
         Interval(pytest.approx(3.02), pytest.approx(5.02), (IDLE,))  # type: ignore[arg-type]
     ]
-    assert drillplot.unreadable(report, TARGET) == []
+    assert plot.unreadable(report, TARGET) == []
 
 
 def test_close_labels_are_stacked_and_far_ones_share_a_row() -> None:
-    assert drillplot.label_rows([(0, 1), (0.5, 2), (1.2, 3), (3.5, 4)], pad=0.1) == [0, 1, 0, 0]
-    assert drillplot.label_rows([(2, 3), (0, 1)], pad=0.1) == [0, 0]
+    assert plot.label_rows([(0, 1), (0.5, 2), (1.2, 3), (3.5, 4)], pad=0.1) == [0, 1, 0, 0]
+    assert plot.label_rows([(2, 3), (0, 1)], pad=0.1) == [0, 0]
 
 
 # -- the files ---------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_close_labels_are_stacked_and_far_ones_share_a_row() -> None:
 
 def test_a_png_is_drawn(tmp_path: Path) -> None:
     path = tmp_path / "drill.png"
-    drillplot.render(synthetic(), path)
+    plot.render(synthetic(), path)
     data = path.read_bytes()
     assert data.startswith(PNG_MAGIC)
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
@@ -140,14 +140,14 @@ def test_an_svg_names_every_worker_probe_and_event(tmp_path: Path, double: bool)
     path = tmp_path / "drill.SVG"  # the suffix, not its case, picks the format
     report = synthetic(double=double)
     assert (report.double_run_count == 1) is double
-    drillplot.render(report, path)
+    plot.render(report, path)
     root = ET.parse(path).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
     text = " ".join(texts)
     for worker in (TARGET, DEST, IDLE):
         assert worker in text
-    for event in drillplot.events(report):
+    for event in plot.events(report):
         assert event.label in text
     assert "p1: drill-partition-abc123-1" in text and "p2: drill-partition-abc123-2" in text
     assert "kfed drill partition of worker-1" in text
@@ -174,10 +174,10 @@ def test_a_drill_that_saw_nothing_after_the_break_still_draws(tmp_path: Path) ->
         end=1.0,
         restoration=Restoration(["restoring failed: 403"], None, None, None),
     )
-    assert [e.label for e in drillplot.events(report)] == ["drain 0s", "finish 1.0s"]
-    drillplot.render(report, tmp_path / "x.png")
+    assert [e.label for e in plot.events(report)] == ["drain 0s", "finish 1.0s"]
+    plot.render(report, tmp_path / "x.png")
     assert (tmp_path / "x.png").read_bytes().startswith(PNG_MAGIC)
-    assert drillplot.unreadable(report, DEST) == [Interval(-0.1, 1.0, (DEST,))]
+    assert plot.unreadable(report, DEST) == [Interval(-0.1, 1.0, (DEST,))]
 
 
 # -- the option ---------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ def test_a_plot_without_matplotlib_says_how_to_install_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
-    assert "pip install 'kfed[plot]'" in (drillplot.unavailable() or "")
+    assert "pip install 'kfed[plot]'" in (plot.unavailable() or "")
     code, output = drill("--plot", str(tmp_path / "drill.png"))
     assert code == 2, output
     assert "pip install 'kfed[plot]'" in output and "Traceback" not in output

@@ -27,10 +27,10 @@ import yaml
 
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.cli import drillbreak, drillprobes
-from manager.cli.drillbreak import DRILL_ANNOTATION
-from manager.cli.drillprobes import RUN_LABEL
-from manager.cli.drillreport import fmt
+from manager.cli.drills import breaking, probes
+from manager.cli.drills.breaking import DRILL_ANNOTATION
+from manager.cli.drills.probes import RUN_LABEL
+from manager.cli.drills.report import fmt
 from manager.cli.registration import active_condition
 from manager.federation.settings import FailoverPolicy
 from manager.kube import resources as R
@@ -408,11 +408,11 @@ async def test_restore_puts_back_what_an_interrupted_drill_left(article_bed: Bed
     bed = article_bed
     api = bed.manager_api
     before = (await api.get(R.SECRETS, "worker-3", NAMESPACE))["data"]["kubeconfig"]
-    swap = drillbreak.SecretSwap(
-        api, NAMESPACE, "worker-3", drillbreak.REFUSED_SERVER, "dead01", "outage"
+    swap = breaking.SecretSwap(
+        api, NAMESPACE, "worker-3", breaking.REFUSED_SERVER, "dead01", "outage"
     )
     await swap.apply()  # ... and never restored
-    plan = drillprobes.ProbePlan(
+    plan = probes.ProbePlan(
         run_id="dead01",
         kind="outage",
         target="worker-3",
@@ -422,7 +422,7 @@ async def test_restore_puts_back_what_an_interrupted_drill_left(article_bed: Bed
         image="busybox:1.36",
         seconds=60,
     )
-    await api.create(R.JOBS, drillprobes.probe_job(plan, plan.names[0]), article.NS)
+    await api.create(R.JOBS, probes.probe_job(plan, plan.names[0]), article.NS)
     try:
         code, _, err = await kfed(bed, "drill", "outage", "--cluster", "worker-3")
         assert code == 1 and "kfed drill restore --cluster worker-3" in err, err
@@ -433,7 +433,7 @@ async def test_restore_puts_back_what_an_interrupted_drill_left(article_bed: Bed
         assert "points at https://" in out and "deleted probe Job" in out
         secret = await api.get(R.SECRETS, "worker-3", NAMESPACE)
         assert DRILL_ANNOTATION not in (secret["metadata"].get("annotations") or {})
-        restored = drillbreak.secret_kubeconfig(secret)
+        restored = breaking.secret_kubeconfig(secret)
         original = base64.b64decode(before).decode()
         assert yaml.safe_load(restored) == yaml.safe_load(original)
         assert not (await api.list(R.JOBS, label_selector=RUN_LABEL))["items"]

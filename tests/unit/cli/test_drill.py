@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.cli import drillbreak, drillprobes
 from manager.cli.common import EXIT_USAGE, CliError
-from manager.cli.drill import report_path
-from manager.cli.drillreport import (
+from manager.cli.drills import breaking, probes
+from manager.cli.drills.command import report_path
+from manager.cli.drills.report import (
     EXIT_DOUBLE_RUN,
     EXIT_FAILED,
     EXIT_OK,
@@ -40,7 +40,7 @@ from manager.cli.drillreport import (
     unobserved,
     unverified_runs,
 )
-from manager.cli.drillwatch import cluster_lost, placed_on, running_by_probe
+from manager.cli.drills.watch import cluster_lost, placed_on, running_by_probe
 from manager.cli.main import main
 from manager.cli.tables import render_text
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
@@ -288,14 +288,14 @@ current-context: w1
 
 
 def test_with_server_replaces_only_the_current_contexts_server() -> None:
-    rewritten = drillbreak.with_server(KUBECONFIG, "https://127.0.0.1:1")
+    rewritten = breaking.with_server(KUBECONFIG, "https://127.0.0.1:1")
     config = yaml.safe_load(rewritten)
     clusters = {c["name"]: c["cluster"] for c in config["clusters"]}
     assert clusters["w1"] == {"server": "https://127.0.0.1:1", "certificate-authority-data": "Q0E="}
     assert clusters["other"]["server"] == "https://10.0.0.9:6443"
     assert config["users"] == yaml.safe_load(KUBECONFIG)["users"]
-    assert drillbreak.server_of(rewritten) == "https://127.0.0.1:1"
-    assert drillbreak.server_of(drillbreak.with_server(rewritten, "https://10.0.0.5:6443")) == (
+    assert breaking.server_of(rewritten) == "https://127.0.0.1:1"
+    assert breaking.server_of(breaking.with_server(rewritten, "https://10.0.0.5:6443")) == (
         "https://10.0.0.5:6443"
     )
 
@@ -310,23 +310,23 @@ def test_with_server_replaces_only_the_current_contexts_server() -> None:
 )
 def test_with_server_refuses_malformed_kubeconfigs(text: str) -> None:
     with pytest.raises(ValueError):
-        drillbreak.with_server(text, "https://127.0.0.1:1")
+        breaking.with_server(text, "https://127.0.0.1:1")
 
 
 def test_secret_kubeconfig_and_markers() -> None:
     secret = {
         "metadata": {"name": T, "namespace": "kueue-system"},
-        "data": {"kubeconfig": drillbreak.encode(KUBECONFIG)},
+        "data": {"kubeconfig": breaking.encode(KUBECONFIG)},
     }
-    assert drillbreak.secret_kubeconfig(secret) == KUBECONFIG
+    assert breaking.secret_kubeconfig(secret) == KUBECONFIG
     with pytest.raises(CliError, match="has no key 'kubeconfig'"):
-        drillbreak.secret_kubeconfig({"metadata": {}, "data": {}})
-    marker = drillbreak.drill_marker("abc123", "partition", original_server="https://10.0.0.5:6443")
-    obj = {"metadata": {"annotations": {drillbreak.DRILL_ANNOTATION: marker}}}
-    read = drillbreak.read_marker(obj)
+        breaking.secret_kubeconfig({"metadata": {}, "data": {}})
+    marker = breaking.drill_marker("abc123", "partition", original_server="https://10.0.0.5:6443")
+    obj = {"metadata": {"annotations": {breaking.DRILL_ANNOTATION: marker}}}
+    read = breaking.read_marker(obj)
     assert read is not None and read["originalServer"] == "https://10.0.0.5:6443"
     assert read["run"] == "abc123" and read["kind"] == "partition"
-    assert drillbreak.read_marker({"metadata": {}}) is None
+    assert breaking.read_marker({"metadata": {}}) is None
 
 
 @pytest.mark.parametrize(
@@ -337,18 +337,18 @@ def test_secret_kubeconfig_and_markers() -> None:
     ],
 )
 def test_blackhole_addresses(address: str, url: str) -> None:
-    assert drillbreak.server_url(address) == url
+    assert breaking.server_url(address) == url
 
 
 @pytest.mark.parametrize("address", ["10.255.255.1", "http://h:80", "", ":80"])
 def test_bad_blackhole_addresses_are_usage_errors(address: str) -> None:
     with pytest.raises(CliError) as caught:
-        drillbreak.server_url(address)
+        breaking.server_url(address)
     assert caught.value.code == EXIT_USAGE
 
 
 async def test_the_blackhole_accepts_and_never_answers() -> None:
-    hole = await drillbreak.Blackhole().start()
+    hole = await breaking.Blackhole().start()
     reader, writer = await asyncio.open_connection(hole.host, hole.port)
     writer.write(b"\x16\x03\x01 a TLS ClientHello, say")
     await writer.drain()
@@ -365,7 +365,7 @@ async def test_the_blackhole_accepts_and_never_answers() -> None:
 # -- probes, the manager's view, paths -----------------------------------------------------------
 
 
-PLAN = drillprobes.ProbePlan(
+PLAN = probes.ProbePlan(
     run_id="abc123",
     kind="partition",
     target=T,
@@ -382,23 +382,23 @@ PLAN = drillprobes.ProbePlan(
 
 def test_probe_jobs() -> None:
     assert PLAN.names == ["drill-partition-abc123-1", "drill-partition-abc123-2"]
-    job = drillprobes.probe_job(PLAN, PLAN.names[0], only_on=T)
+    job = probes.probe_job(PLAN, PLAN.names[0], only_on=T)
     meta, spec = job["metadata"], job["spec"]
     assert meta["labels"] == {
-        drillprobes.RUN_LABEL: "abc123",
-        drillprobes.PROBE_LABEL: PLAN.names[0],
+        probes.RUN_LABEL: "abc123",
+        probes.PROBE_LABEL: PLAN.names[0],
         C.QUEUE_NAME_LABEL: "gpu-lq",
     }
     assert meta["annotations"] == {ALLOWED_CLUSTERS_ANNOTATION: T}
     assert spec["suspend"] is True and spec["parallelism"] == 1
     template = spec["template"]
-    assert template["metadata"]["labels"][drillprobes.PROBE_LABEL] == PLAN.names[0]
-    assert template["metadata"]["annotations"][drillprobes.KWOK_DELAY_ANNOTATION] == "780000"
+    assert template["metadata"]["labels"][probes.PROBE_LABEL] == PLAN.names[0]
+    assert template["metadata"]["annotations"][probes.KWOK_DELAY_ANNOTATION] == "780000"
     assert template["spec"]["nodeSelector"] == {"gpu.model": "h100"}
     container = template["spec"]["containers"][0]
     assert "sleep 780" in container["command"][-1] and "trap" in container["command"][-1]
     assert container["resources"] == {"requests": {"cpu": "100m", "memory": "64Mi"}}
-    check = drillprobes.probe_job(PLAN, "check", pods=2)
+    check = probes.probe_job(PLAN, "check", pods=2)
     assert check["spec"]["parallelism"] == check["spec"]["completions"] == 2
     assert check["metadata"]["annotations"] == {}
 
@@ -412,7 +412,7 @@ def test_flavor_candidates_follow_the_queue_order_and_its_covered_resources() ->
             ]
         }
     }
-    assert drillprobes.flavor_candidates(cq) == (["rtx-a1000", "h100"], {"cpu": "100m"})
+    assert probes.flavor_candidates(cq) == (["rtx-a1000", "h100"], {"cpu": "100m"})
 
 
 def _mk_cluster(status: str, message: str) -> dict[str, object]:
@@ -454,9 +454,9 @@ def test_placed_on_and_running_pods() -> None:
     }
     assert placed_on(evicted) == ""
     pods = [
-        {"metadata": {"labels": {drillprobes.PROBE_LABEL: "a"}}, "status": {"phase": "Running"}},
-        {"metadata": {"labels": {drillprobes.PROBE_LABEL: "b"}}, "status": {"phase": "Pending"}},
-        {"metadata": {"labels": {drillprobes.PROBE_LABEL: "c"}}, "status": {"phase": "Succeeded"}},
+        {"metadata": {"labels": {probes.PROBE_LABEL: "a"}}, "status": {"phase": "Running"}},
+        {"metadata": {"labels": {probes.PROBE_LABEL: "b"}}, "status": {"phase": "Pending"}},
+        {"metadata": {"labels": {probes.PROBE_LABEL: "c"}}, "status": {"phase": "Succeeded"}},
     ]
     assert running_by_probe(pods) == frozenset({"a"})
 

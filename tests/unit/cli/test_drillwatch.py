@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.cli.drillreport import WorkerSample, double_runs
-from manager.cli.drillwatch import Watcher
+from manager.cli.drills.report import WorkerSample, double_runs
+from manager.cli.drills.watch import Watcher
 
 P = "probe-1"
 

@@ -29,7 +29,7 @@ import click
 
 from manager.api import constants as C
 from manager.api import federated
-from manager.cli import drillbreak, drillplot, drillprobes, drillreport, prediction
+from manager.cli import prediction
 from manager.cli.common import (
     EXIT_FAILED,
     EXIT_UNREACHABLE,
@@ -43,7 +43,11 @@ from manager.cli.common import (
     target_of,
     usage_error,
 )
-from manager.cli.drillwatch import Watcher
+from manager.cli.drills import breaking as drillbreak
+from manager.cli.drills import plot as drillplot
+from manager.cli.drills import probes as drillprobes
+from manager.cli.drills import report as drillreport
+from manager.cli.drills.watch import Watcher
 from manager.cli.registration import active_condition, describe_active
 from manager.federation import kubeconfig
 from manager.federation.settings import FAILOVER_POLICY_ANNOTATION

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from manager.cli.drillreport import DrillReport, Interval, fmt
+from manager.cli.drills.report import DrillReport, Interval, fmt
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
