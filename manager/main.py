@@ -2,8 +2,9 @@
 MultiKueueCluster, capacity-aware dispatch, status sync and fenced failover.
 
 Several replicas may run: they elect a leader on a Lease in ``--namespace``; only the
-leader acts. A replica that loses leadership exits (its supervisor restarts it), as
-controller-runtime managers do. SIGTERM stops it cleanly and hands leadership over at once.
+leader acts. A replica that loses leadership (its API server away for longer than the
+renew deadline, say) stops everything the leader does, stands by, and leads again when it
+wins the Lease back. SIGTERM stops it cleanly and hands leadership over at once.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from manager.controllers.flags import add_controller_flags, controller_settings_from
 from manager.federation.admission_webhook import ManagerWebhook
@@ -27,6 +31,7 @@ from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
 from manager.kube.backoff import Backoff
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
+from manager.kube.tasks import stop_tasks
 from manager.observability.aggregated import AggregatedVisibilityServer
 from manager.observability.entrypoint import run_process
 from manager.observability.server import ObservabilityServer
@@ -41,6 +46,39 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def default_listen_host() -> str:
+    """Where a server of this process listens unless told: every interface in a Pod (the
+    kube-apiserver, the kubelet and Prometheus reach it by the Pod's IP, and deploy/'s
+    NetworkPolicy decides who may), loopback anywhere else, so that a manager run by hand
+    exposes nothing. In a Pod is what the kubelet says: KUBERNETES_SERVICE_HOST is set."""
+    return "0.0.0.0" if running_in_cluster() else "127.0.0.1"
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() in {"localhost", "localhost."}
+
+
+def _default_webhook_host(args: argparse.Namespace) -> str | None:
+    """Give --webhook-host (and so --visibility-host) its default; a usage error when that
+    default could not be reached where --register-webhook-host tells kube-apiserver to dial
+    (the webhook fails closed: no queued Job could be created)."""
+    if args.webhook_host is not None:
+        return None
+    args.webhook_host = default_listen_host()
+    register = args.register_webhook_host
+    if register and _is_loopback(args.webhook_host) and not _is_loopback(register):
+        return (
+            f"--register-webhook-host {register} is not a loopback address, but outside a "
+            f"Pod the webhook listens on {args.webhook_host} unless told: pass "
+            "--webhook-host with an address kube-apiserver reaches (0.0.0.0: every "
+            "interface; docs/security.md)"
+        )
+    return None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -118,7 +156,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="workloads placed or followed at once",
     )
     p.add_argument("--no-webhook", action="store_true", help="do not serve the Job webhook")
-    p.add_argument("--webhook-host", default="0.0.0.0")
+    p.add_argument(
+        "--webhook-host",
+        help="address the Job webhook listens on (default: 0.0.0.0 in a Pod, where "
+        "kube-apiserver dials the Pod's IP; 127.0.0.1 elsewhere: docs/security.md)",
+    )
     p.add_argument("--webhook-port", type=int, default=9443)
     cert = p.add_mutually_exclusive_group()
     cert.add_argument(
@@ -136,7 +178,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--register-webhook-host",
-        help="register the webhook by URL at this host (out-of-cluster managers, local test bed)",
+        help="register the webhook by URL at this host (out-of-cluster managers, local test "
+        "bed); outside a Pod, one that is not loopback needs --webhook-host too",
     )
     where.add_argument(
         "--webhook-service",
@@ -156,7 +199,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--visibility-host",
-        help="address of the aggregated visibility API (default: --webhook-host's)",
+        help="address of the aggregated visibility API (default: --webhook-host's, so "
+        "0.0.0.0 in a Pod and 127.0.0.1 elsewhere)",
     )
     p.add_argument(
         "--visibility-port",
@@ -177,6 +221,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.kubeconfig is None and not running_in_cluster():
         p.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
+    if problem := _default_webhook_host(args):
+        p.error(problem)
     try:
         args.controller_settings = controller_settings_from(args, role="manager")
     except ValueError as err:
@@ -212,13 +258,79 @@ def settings_from(args: argparse.Namespace) -> FederationSettings:
     )
 
 
+T = TypeVar("T")
+
+
+async def until_reachable(what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, again and again while the API server cannot answer it (not up yet: a
+    manager started before its control plane, or while that restarts), with capped,
+    jittered backoff; any other error is raised at once."""
+    backoff = Backoff(initial=0.5, cap=10.0)
+    while True:
+        try:
+            return await call()
+        except errors.RETRYABLE as err:
+            delay = backoff.next_delay()
+            log.warning("%s: %s; trying again in %.1fs", what, err, delay)
+            await asyncio.sleep(delay)
+
+
+def new_webhook(api: KubeApi, args: argparse.Namespace) -> ManagerWebhook:
+    return ManagerWebhook(
+        api,
+        host=args.webhook_host,
+        port=args.webhook_port,
+        cert_dir=args.webhook_cert_dir,
+        cert_secret=(
+            (args.namespace, args.webhook_cert_secret) if args.webhook_cert_secret else None
+        ),
+        register_url_host=args.register_webhook_host,
+        service=(
+            ServiceReference(args.namespace, args.webhook_service, port=args.webhook_service_port)
+            if args.webhook_service
+            else None
+        ),
+    )
+
+
+async def serve_webhook(
+    api: KubeApi, args: argparse.Namespace, started: asyncio.Future[ManagerWebhook]
+) -> None:
+    """The Job webhook, until cancelled. Its start reads or writes the API server (the shared
+    certificate, the registration): while that cannot answer, a fresh webhook is started
+    again, backing off. ``started`` gets the webhook that started."""
+
+    async def attempt() -> None:
+        webhook = new_webhook(api, args)
+
+        async def announce() -> None:
+            await webhook.started.wait()
+            if not started.done():
+                started.set_result(webhook)
+
+        announcing = asyncio.create_task(announce(), name="webhook/started")
+        try:
+            await webhook.run()
+        except errors.RETRYABLE as err:
+            if webhook.started.is_set():  # not seen: once started, its informers retry
+                raise RuntimeError(f"the Job webhook failed: {err}") from err
+            raise  # not started: until_reachable starts a fresh one
+        finally:
+            await stop_tasks([announcing])
+
+    await until_reachable("the Job webhook cannot start", attempt)
+
+
 async def serve_visibility(
-    api: KubeApi, observed: ManagerSource, webhook: ManagerWebhook, args: argparse.Namespace
+    api: KubeApi,
+    observed: ManagerSource,
+    webhook_started: asyncio.Future[ManagerWebhook],
+    args: argparse.Namespace,
 ) -> None:
     """The aggregated visibility API, once the webhook has its serving certificate. One that
     cannot start (no front proxy configured, its settings unreadable) is logged and tried
     again later, backing off; the rest of the manager runs on meanwhile."""
-    await webhook.started.wait()
+    webhook = await webhook_started
     backoff = Backoff(initial=5.0, cap=300.0)
     while True:
         server = AggregatedVisibilityServer(
@@ -244,10 +356,10 @@ async def serve_visibility(
 
 
 async def run(args: argparse.Namespace) -> None:
+    """Until SIGTERM: leads whenever this replica holds the leader Lease and stands by
+    otherwise. Its API server away (at start-up, or long enough to lose the Lease) never
+    ends the process: it waits, backing off, and leads again once it can."""
     async with await KubeApi.connect(args.kubeconfig, context=args.context, name="manager") as api:
-        # Forbidden: deployed with a Role in its (existing) namespace only.
-        with contextlib.suppress(errors.AlreadyExists, errors.Forbidden):
-            await api.create(R.NAMESPACES, {"metadata": {"name": args.namespace}})
         elector = LeaderElector(
             api,
             LeaderElectionConfig(
@@ -266,8 +378,17 @@ async def run(args: argparse.Namespace) -> None:
         server = ObservabilityServer(observed, args.metrics_host, args.metrics_port)
         await server.start()  # first: a port already taken ends the process at once
 
+        async def ensure_namespace() -> None:
+            # Forbidden: deployed with a Role in its (existing) namespace only.
+            with contextlib.suppress(errors.AlreadyExists, errors.Forbidden):
+                await api.create(R.NAMESPACES, {"metadata": {"name": args.namespace}})
+
         async def lead() -> None:
-            log.info("%s leads: starting the federation", args.identity)
+            # A fresh federation each term: nothing of a lost term's acts again.
+            first = elector.terms <= 1
+            log.info(
+                "%s leads: starting the federation%s", args.identity, "" if first else " again"
+            )
             federation = FederationController(
                 api,
                 settings_from(args),
@@ -275,30 +396,24 @@ async def run(args: argparse.Namespace) -> None:
                 metrics=observed.metrics,
             )
             observed.federation = federation
-            await federation.run()
+            try:
+                await federation.run()
+            finally:
+                if observed.federation is federation:
+                    observed.federation = None
 
-        parts = [elector.run(lead), server.run()]
+        async def elect() -> None:
+            await until_reachable(f"namespace {args.namespace}", ensure_namespace)
+            await elector.run(lead)
+
+        parts = [elect(), server.run()]
         if not args.no_webhook:
-            webhook = ManagerWebhook(
-                api,
-                host=args.webhook_host,
-                port=args.webhook_port,
-                cert_dir=args.webhook_cert_dir,
-                cert_secret=(
-                    (args.namespace, args.webhook_cert_secret) if args.webhook_cert_secret else None
-                ),
-                register_url_host=args.register_webhook_host,
-                service=(
-                    ServiceReference(
-                        args.namespace, args.webhook_service, port=args.webhook_service_port
-                    )
-                    if args.webhook_service
-                    else None
-                ),
+            webhook_started: asyncio.Future[ManagerWebhook] = (
+                asyncio.get_running_loop().create_future()
             )
-            parts.append(webhook.run())
+            parts.append(serve_webhook(api, args, webhook_started))
             if args.visibility_port:
-                parts.append(serve_visibility(api, observed, webhook, args))
+                parts.append(serve_visibility(api, observed, webhook_started, args))
         tasks = [asyncio.ensure_future(p) for p in parts]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -309,8 +424,8 @@ async def run(args: argparse.Namespace) -> None:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         for task in done:
-            task.result()
-        log.warning("leadership lost; exiting so a fresh process can take over")
+            task.result()  # a fatal error (e.g. the webhook's port taken) ends the process
+        raise RuntimeError("a part of the manager ended on its own")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 
 from manager.controllers.flags import add_controller_flags, controller_settings_from
 from manager.controllers.runtime import ClusterController
+from manager.kube import errors
+from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
+from manager.kube.backoff import Backoff
 from manager.observability.entrypoint import run_process
 from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ShimSource
@@ -65,7 +69,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+async def ensure_namespace(api: KubeApi, namespace: str) -> None:
+    """Create ``namespace`` (the fencing Leases' and the heartbeat's), trying again while the
+    API server cannot answer (not up yet: a shim started before its control plane), with
+    capped, jittered backoff. Forbidden: deployed with a Role in its existing namespace."""
+    backoff = Backoff(initial=0.5, cap=10.0)
+    while True:
+        try:
+            with contextlib.suppress(errors.AlreadyExists, errors.Forbidden):
+                await api.create(R.NAMESPACES, {"metadata": {"name": namespace}})
+            return
+        except errors.RETRYABLE as err:
+            delay = backoff.next_delay()
+            log.warning("namespace %s: %s; trying again in %.1fs", namespace, err, delay)
+            await asyncio.sleep(delay)
+
+
+async def fence(api: KubeApi, controller: ClusterController, namespace: str) -> None:
+    # Before, a namespace that could not be created at start-up (API server down) stayed
+    # missing: no heartbeat was ever written, and the manager saw a shim that cannot fence.
+    await ensure_namespace(api, namespace)
+    await Fencing(api, controller.state, FencingSettings(namespace=namespace)).run()
+
+
 async def run(args: argparse.Namespace) -> None:
+    """Until SIGTERM. Its API server away (at start-up or later) never ends the process:
+    the informers, the heartbeat and the namespace above retry, backing off."""
     async with await KubeApi.connect(args.kubeconfig, context=args.context, name="local") as api:
         controller = ClusterController(
             api,
@@ -81,9 +110,7 @@ async def run(args: argparse.Namespace) -> None:
         )
         parts = [controller.run(), server.run()]
         if not args.no_fencing:
-            parts.append(
-                Fencing(api, controller.state, FencingSettings(namespace=args.namespace)).run()
-            )
+            parts.append(fence(api, controller, args.namespace))
         try:
             await asyncio.gather(*parts)
         finally:

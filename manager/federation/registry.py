@@ -198,8 +198,9 @@ class ClusterRegistry:
 
     async def run(self) -> None:
         tasks = [asyncio.create_task(i.run(), name=repr(i)) for i in self.informers]
-        self.manager_identity = await cluster_identity(self.api)
         try:
+            # Inside the try: a term cancelled during this read must stop the informers too.
+            self.manager_identity = await cluster_identity(self.api)
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
             while True:
                 self._dirty.clear()

@@ -84,6 +84,11 @@ class Informer:
         self._handlers: list[Handler] = []
         self._resource_version = ""
         self._index_funcs: dict[str, IndexFunc] = {}
+        self._unseen: set[str] = set()
+        """Keys whose cached copy is our own write (``remember_written``), not yet seen from
+        the server: the handlers have had no event for that version. A watch event always
+        brings one; a re-list (after an outage) must too, even at the same resourceVersion,
+        or a Workload created while the watch was down is never reconciled."""
         self._indices: dict[str, dict[str, set[str]]] = {}
 
     def __repr__(self) -> str:
@@ -148,6 +153,7 @@ class Informer:
         if self.cache.get(key) is not base:
             return False
         self._store(key, written)
+        self._unseen.add(key)
         return True
 
     async def run(self) -> None:
@@ -187,14 +193,17 @@ class Informer:
         self._resource_version = listing["metadata"]["resourceVersion"]
         fresh = {key_of(obj): _with_kind(obj, self.resource) for obj in listing["items"]}
         for key in [k for k in self.cache if k not in fresh]:
+            self._unseen.discard(key)
             gone = self._drop(key)
             assert gone is not None
             await self._emit(Event("DELETED", key, gone))
         for key, obj in fresh.items():
             old = self._store(key, obj)
+            unseen = key in self._unseen
+            self._unseen.discard(key)
             if old is None:
                 await self._emit(Event("ADDED", key, obj))
-            elif _rv(old) != _rv(obj):
+            elif unseen or _rv(old) != _rv(obj):
                 await self._emit(Event("MODIFIED", key, obj, old))
         self.synced.set()
 
@@ -234,6 +243,7 @@ class Informer:
         key = key_of(obj)
         if rv:
             self._resource_version = rv
+        self._unseen.discard(key)
         if kind == "DELETED":
             old = self._drop(key)
             await self._emit(Event("DELETED", key, obj, old))

@@ -1,10 +1,12 @@
 """Leader election on a coordination.k8s.io Lease (client-go's algorithm), so that several
 manager replicas can run and exactly one of them acts.
 
-``run(lead)`` blocks: it acquires the Lease (retrying every ``retry_period``, jittered), runs
-``lead()`` while it keeps renewing, and returns when leadership is lost (``lead`` is cancelled
-first); the caller should then exit, as controller-runtime does, and start afresh. When
-cancelled (SIGTERM), it releases the Lease so a standby takes over at once.
+``run(lead)`` blocks until cancelled, one term after another: it acquires the Lease
+(retrying every ``retry_period``, jittered), runs ``lead()`` while it keeps renewing and,
+when leadership is lost (no renewal within ``renew_deadline``: its API server away, say),
+cancels ``lead()``, waits until it has stopped and stands by again, to lead again once it
+wins the Lease back. A ``lead()`` that fails gives the Lease up and is started again, backing
+off. When cancelled (SIGTERM), it releases the Lease so a standby takes over at once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 
 from manager.kube import errors, lease
 from manager.kube.api import KubeApi
+from manager.kube.backoff import Backoff
+from manager.kube.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +53,10 @@ class LeaderElector:
         self.observer = lease.LeaseObserver()
         self.is_leader = False
         self.known = asyncio.Event()
-        """Set once we know who leads (us or someone else): /readyz waits for it."""
+        """Set while we know who leads (us or someone else): /readyz waits for it. Cleared
+        when leadership is lost, until the Lease is read again."""
+        self.terms = 0
+        """Terms this replica began leading, in this process."""
 
     @property
     def leader(self) -> str | None:
@@ -99,12 +106,18 @@ class LeaderElector:
         while not await self._attempt(within):  # noqa: ASYNC110 - polling is the algorithm
             await asyncio.sleep(self._jittered(self.config.retry_period))
         self.is_leader = True
-        log.info(
-            "%s became leader of %s/%s",
-            self.config.identity,
-            self.config.namespace,
-            self.config.name,
-        )
+        self.terms += 1
+        cfg = self.config
+        if self.terms == 1:
+            log.info("%s became leader of %s/%s", cfg.identity, cfg.namespace, cfg.name)
+        else:
+            log.warning(
+                "%s leading again: holds %s/%s (term %d of this process)",
+                cfg.identity,
+                cfg.namespace,
+                cfg.name,
+                self.terms,
+            )
 
     async def _renew_until_lost(self) -> None:
         """Renew every ``retry_period``; give up when no renewal succeeded within
@@ -119,7 +132,7 @@ class LeaderElector:
                 last_renewal = time.monotonic()
             elif time.monotonic() - last_renewal >= self.config.renew_deadline:
                 log.warning(
-                    "%s lost leadership (no renewal for %.1fs)",
+                    "%s: leadership lost (no renewal for %.1fs); standing by",
                     self.config.identity,
                     time.monotonic() - last_renewal,
                 )
@@ -142,32 +155,62 @@ class LeaderElector:
                     )
         self.is_leader = False
 
-    async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        try:
-            await self.acquire()
-        except asyncio.CancelledError:
-            await self.release()
-            raise
+    def _stand_by(self) -> None:
+        """Back to a standby that does not know who leads: our own record has lapsed, and
+        another replica may hold the Lease by now; the next read says."""
+        self.is_leader = False
+        self.known.clear()
+        self.observer.observe(None)
+
+    async def _lead_one_term(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> bool:
+        """Run ``lead()`` while renewing. True when leadership was lost; False when
+        ``lead()`` ended on its own (a failure, logged). Either way ``lead()`` has stopped
+        when this returns: it can never act as leader past its term."""
         leading = asyncio.create_task(lead(), name="leading")
         renewing = asyncio.create_task(self._renew_until_lost(), name="renewing")
         try:
             await asyncio.wait({leading, renewing}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Not the leader from here on, even while lead() is still stopping: /readyz and
+            # the dashboard say so at once. Also on a cancel (SIGTERM).
+            self.is_leader = False
+            await stop_tasks([leading, renewing])
+        if renewing.done() and not renewing.cancelled():
+            if (err := renewing.exception()) is None:
+                return True  # lost, whatever lead() did meanwhile
+            log.error("%s: renewing failed: %r", self.config.identity, err, exc_info=err)
+            return False
+        if leading.cancelled():
+            log.error("%s: leading was cancelled from within", self.config.identity)
+        elif (err := leading.exception()) is not None:
+            log.error("%s: leading failed: %r", self.config.identity, err, exc_info=err)
+        else:
+            log.error("%s: leading ended on its own", self.config.identity)
+        return False
+
+    async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Lead whenever this replica holds the Lease, until cancelled (module docstring)."""
+        # After lead() failed: a growing, jittered, capped pause before trying to lead again.
+        failures = Backoff(initial=self.config.retry_period, cap=30.0)
+        try:
+            while True:
+                await self.acquire()
+                began = time.monotonic()
+                lost = await self._lead_one_term(lead)
+                if lost or time.monotonic() - began > failures.cap:
+                    failures.reset()  # a term that ran well is no repeated failure
+                if lost:
+                    self._stand_by()
+                    log.info("%s: the leader's work stopped; standing by", self.config.identity)
+                    continue
+                # Give the Lease up: another replica may lead while this one backs off.
+                await self.release()
+                self._stand_by()
+                delay = failures.next_delay()
+                log.warning(
+                    "%s standing by; trying to lead again in %.1fs", self.config.identity, delay
+                )
+                await asyncio.sleep(delay)
         except asyncio.CancelledError:
-            await _cancel(leading, renewing)
             await self.release()
             raise
-        await _cancel(leading, renewing)
-        self.is_leader = False
-        if not leading.cancelled() and leading.exception() is not None:
-            raise leading.exception()  # type: ignore[misc]
-
-
-async def _cancel(*tasks: asyncio.Task[None]) -> None:
-    """Stop ``tasks`` and raise the first one's failure; a cancel of the caller propagates
-    (``asyncio.wait`` never swallows it, unlike suppressing CancelledError around ``await``)."""
-    for task in tasks:
-        task.cancel()
-    await asyncio.wait(tasks)
-    for task in tasks:
-        if not task.cancelled() and (err := task.exception()) is not None:
-            raise err

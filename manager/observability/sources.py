@@ -90,7 +90,8 @@ class ManagerSource:
         self.elector = elector
         """None when the manager runs without leader election (the in-process test bed)."""
         self.federation = federation
-        """Set by the leader once it starts the federation."""
+        """The current term's federation: set by the leader when it starts one, None again
+        once leadership is lost."""
         self.history = History()
         self.trace_url = trace_url
         """A trace UI's URL for one trace, ``{trace_id}`` standing for its id ("": none)."""
@@ -112,6 +113,8 @@ class ManagerSource:
         elector = self.elector
         if elector is not None:
             if not elector.known.is_set():
+                if elector.terms:  # led before: lost it (e.g. its API server went away)
+                    return False, "standby: leadership lost, the Lease not read since"
                 return False, "leader election has not read its Lease yet"
             if not elector.is_leader:
                 if elector.leader is None:
@@ -127,7 +130,14 @@ class ManagerSource:
     def refresh_metrics(self) -> None:
         self.metrics.set_leader(self.identity, self.is_leader)
         federation = self.federation
-        if federation is None or not federation.manager.synced.is_set():
+        if federation is None or not self.is_leader:
+            # A standby shows no queues, also once it led: no state of a lost term is left
+            # behind (summed over replicas, it would count twice).
+            self.metrics.set_cluster_queues(())
+            self.metrics.set_clusters(())
+            self.metrics.set_multikueue_clusters(())
+            return
+        if not federation.manager.synced.is_set():
             return
         self.metrics.set_cluster_queues(r.sample() for r in queue_rows(federation.manager.state))
         self.metrics.set_clusters(r.sample() for r in cluster_rows(federation))

@@ -35,3 +35,30 @@ def test_a_newer_event_is_never_overwritten_with_an_older_write() -> None:
 
     assert not cache.remember_written("ns/w", base, written)
     assert cache.get("ns/w") is finished
+
+
+async def test_an_object_written_while_the_watch_was_down_reaches_the_handlers_on_relisting() -> (
+    None
+):
+    """Found after a control-plane outage: a Job submitted just after its API server came
+    back got its Workload created (and remembered in the cache) while the Workload watch was
+    still down; the re-list found the same resourceVersion and told nobody, so the Workload
+    was never reconciled, never admitted."""
+    cache = informer()
+    seen: list[tuple[str, str]] = []
+    cache.subscribe(lambda event: seen.append((event.type, event.key)))
+    created = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "5"}}
+    assert cache.remember_written("ns/w", None, created)
+
+    class Lister:
+        name = "unit"
+
+        async def list(self, *_: object, **__: object) -> dict[str, object]:
+            listed = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "5"}}
+            return {"metadata": {"resourceVersion": "5"}, "items": [listed]}
+
+    cache.api = cast(KubeApi, Lister())
+    await cache._list()
+    assert seen == [("MODIFIED", "ns/w")]
+    await cache._list()  # seen once: an unchanged object is not told again
+    assert seen == [("MODIFIED", "ns/w")]
