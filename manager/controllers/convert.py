@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from manager import core
-from manager.api import quantity
+from manager.api import dra, quantity
 from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
@@ -193,10 +193,45 @@ def _term(term: ApiNodeSelectorTerm) -> core.NodeSelectorTerm:
     )
 
 
+def dra_requests(wl: Workload) -> dict[str, dict[core.ResourceName, int]]:
+    """Per pod set, what one pod's device claims are charged (docs/dra.md), as recorded on
+    the Workload when it was created: added to its requests here, on the manager and on the
+    worker that runs the copy alike, never computed again."""
+    recorded = dra.recorded_charge(wl.metadata.annotations or {})
+    return {
+        ps: {core.ResourceName(r): units(r, q) for r, q in res.items()}
+        for ps, res in recorded.items()
+    }
+
+
+def not_chargeable(wl: Workload) -> str | None:
+    """Why its device claims cannot be charged (recorded when it was created), or None; a
+    charge annotation that cannot be read is a reason too: it must not run uncharged."""
+    annotations = wl.metadata.annotations or {}
+    if dra.REFUSED_ANNOTATION in annotations:
+        return str(annotations[dra.REFUSED_ANNOTATION])
+    try:
+        dra.recorded_charge(annotations)
+    except ValueError as err:
+        return f"annotation {dra.CHARGE_ANNOTATION} cannot be read: {err}"
+    return None
+
+
+def _with(
+    requests: dict[core.ResourceName, int], extra: Mapping[core.ResourceName, int]
+) -> dict[core.ResourceName, int]:
+    out = dict(requests)
+    for resource, value in extra.items():
+        out[resource] = out.get(resource, 0) + value
+    return out
+
+
 def workload(
     wl: Workload, *, priority: int, creation_time: float, left_to_check: str | None = None
 ) -> core.Workload:
     namespace, name = wl.metadata.namespace or "", wl.metadata.name or ""
+    problem = not_chargeable(wl)
+    devices = dra_requests(wl) if problem is None else {}
     return core.Workload(
         key=core.WorkloadKey(f"{namespace}/{name}"),
         queue_name=wl.spec.queue_name or "",
@@ -205,7 +240,7 @@ def workload(
                 name=core.PodSetName(ps.name),
                 count=ps.count,
                 min_count=ps.min_count,
-                requests=pod_requests(ps.template.spec),
+                requests=_with(pod_requests(ps.template.spec), devices.get(ps.name, {})),
                 node_selector=dict(ps.template.spec.node_selector),
                 node_affinity=_affinity_terms(ps.template.spec),
                 tolerations=tolerations(ps.template.spec.tolerations),
@@ -215,6 +250,7 @@ def workload(
         priority=priority,
         creation_time=creation_time,
         uid=wl.metadata.uid or "",
+        not_chargeable=problem,
         left_to_check=left_to_check,
     )
 

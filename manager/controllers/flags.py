@@ -4,8 +4,10 @@ them: the manager (global queues) and the worker shim (a worker's own queues).""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from manager import core
+from manager.api import dra
 from manager.controllers.jobkinds import registry as jobkinds
 from manager.controllers.settings import ControllerSettings
 
@@ -48,6 +50,15 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "for routine Events and for alerts (Warnings other than Pending) each (0: none)",
     )
     parser.add_argument("--event-burst", type=int, default=d.event_burst, help="see --event-qps")
+    parser.add_argument(
+        "--device-class-mappings",
+        default="",
+        metavar="JSON",
+        help="the quota resource each DRA DeviceClass is charged to, as Kueue's "
+        'resources.deviceClassMappings in JSON: \'[{"name": "example.com/gpu", '
+        '"deviceClassNames": ["gpu.example.com"]}]\' (or @FILE holding that JSON); '
+        "a job claiming devices of an unmapped class is not admitted (docs/dra.md)",
+    )
 
 
 def controller_settings_from(args: argparse.Namespace, *, role: str) -> ControllerSettings:
@@ -73,6 +84,7 @@ def controller_settings_from(args: argparse.Namespace, *, role: str) -> Controll
     if args.event_qps < 0 or args.event_burst < 1:
         raise ValueError("--event-qps must be 0 or more and --event-burst 1 or more")
     return ControllerSettings(
+        device_class_mappings=_device_class_mappings(args.device_class_mappings),
         workers=args.workers,
         role=role,
         fair_sharing=fair_sharing,
@@ -80,3 +92,16 @@ def controller_settings_from(args: argparse.Namespace, *, role: str) -> Controll
         event_qps=args.event_qps,
         event_burst=args.event_burst,
     )
+
+
+def _device_class_mappings(value: str) -> dra.DeviceClassMappings:
+    text = value
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text()
+        except OSError as err:
+            raise ValueError(f"--device-class-mappings: cannot read {value[1:]}: {err}") from None
+    try:
+        return dra.parse_device_class_mappings(text)
+    except ValueError as err:
+        raise ValueError(f"--device-class-mappings: {err}") from None

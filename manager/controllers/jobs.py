@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
+from manager.api import dra
 from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
@@ -48,12 +49,16 @@ def queue_name(job: Obj) -> str | None:
 
 
 def workload_for_job(
-    job: Obj, priority_class_value: Callable[[str], int | None], kind: JobKind = BATCH_JOB
+    job: Obj,
+    priority_class_value: Callable[[str], int | None],
+    kind: JobKind = BATCH_JOB,
+    device_charge: dra.Charge | dra.Refused | None = None,
 ) -> Obj:
     """The Workload the manager creates for a queued job (without its trace annotation): its
     kind's pod sets, the priority of its WorkloadPriorityClass label, else of its first pod
-    template that sets one. ``kfed whatif`` builds the same one to ask the admission core
-    about a job not created yet."""
+    template that sets one, and what its pods' device claims are charged (``device_charge``,
+    from ``dra.charge``; see ``with_device_charge``). ``kfed whatif`` builds the same one to
+    ask the admission core about a job not created yet."""
     meta = job["metadata"]
     namespace, name = kind.workload_key(job).split("/", 1)
     pod_sets = kind.workload_pod_sets(job)
@@ -91,6 +96,21 @@ def workload_for_job(
         body["spec"]["priority"] = value
     elif pod_priorities:
         body["spec"]["priority"] = pod_priorities[0]
+    if device_charge is not None:
+        with_device_charge(body, device_charge)
+    return body
+
+
+def with_device_charge(body: Obj, device_charge: dra.Charge | dra.Refused) -> Obj:
+    """Record on a Workload being created what its device claims are charged, once: a
+    template changed later changes nothing, and the worker that runs the copy charges the
+    same. Claims that cannot be charged are recorded with the reason: the admission core
+    keeps such a workload pending, Inadmissible, with that message (``convert.workload``)."""
+    annotations = body["metadata"].setdefault("annotations", {})
+    if isinstance(device_charge, dra.Refused):
+        annotations[dra.REFUSED_ANNOTATION] = device_charge.message
+    elif device_charge.per_pod:
+        annotations[dra.CHARGE_ANNOTATION] = device_charge.annotation()
     return body
 
 
@@ -102,10 +122,13 @@ class JobController:
         role: str = "manager",
         kind: JobKind = BATCH_JOB,
         jobs: Informer | None = None,
+        device_class_mappings: dra.DeviceClassMappings | None = None,
     ) -> None:
         self.state = state
         self.role = role
         """Whose spans this controller records: the manager's or a worker's (see spans)."""
+        self.device_class_mappings = device_class_mappings or dra.DeviceClassMappings()
+        """The quota resource of each DeviceClass (``--device-class-mappings``)."""
         self.kind = kind
         self.jobs = jobs if jobs is not None else state.jobs
         self.queue = WorkQueue(name=f"{kind.workload_prefix}s")
@@ -269,8 +292,20 @@ class JobController:
             )
             return MISSING_REFERENCE_RETRY
         body = workload_for_job(resolved, self.state.priority_class_value, self.kind)
-        body["metadata"]["annotations"][tracing.TRACEPARENT_ANNOTATION] = self._start_trace(job)
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        device_charge = await self._device_charge(body["spec"]["podSets"], namespace)
+        if isinstance(device_charge, dra.TemplateMissing):
+            log.warning(
+                "no Workload for %s %s/%s yet: %s",
+                self.kind.resource.kind,
+                namespace,
+                meta["name"],
+                device_charge.message,
+            )
+            return MISSING_REFERENCE_RETRY
+        if device_charge is not None:
+            with_device_charge(body, device_charge)
+        body["metadata"]["annotations"][tracing.TRACEPARENT_ANNOTATION] = self._start_trace(job)
         wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
         if wpc and "priorityClassRef" not in body["spec"]:
             log.warning(
@@ -285,6 +320,8 @@ class JobController:
             created = await self.state.api.create(R.WORKLOADS, body, namespace)
             self.state.workloads.remember_written(f"{namespace}/{name}", None, created)
             told.created_workload(self.state.events, job, created)
+            if isinstance(device_charge, dra.Refused):
+                self._refuse(job, device_charge)
         except errors.AlreadyExists:
             pass
         except errors.Invalid as err:
@@ -296,6 +333,34 @@ class JobController:
                 err.message,
             )
         return None
+
+    async def _device_charge(
+        self, pod_sets: list[Obj], namespace: str
+    ) -> dra.Charge | dra.Refused | dra.TemplateMissing | None:
+        """What its pods' device claims are charged, from the namespace's ResourceClaimTemplates
+        as they are now (read here, once: the charge is recorded on the Workload); None when
+        its pods claim no devices."""
+        if not dra.has_claims(pod_sets):
+            return None
+        templates: dict[str, Obj] = {}
+        for template_name in dra.template_names(pod_sets):
+            with contextlib.suppress(errors.NotFound):
+                templates[template_name] = await self.state.api.get(
+                    R.RESOURCE_CLAIM_TEMPLATES, template_name, namespace
+                )
+        return dra.charge(pod_sets, templates, self.device_class_mappings)
+
+    def _refuse(self, job: Obj, refused: dra.Refused) -> None:
+        """Its device claims cannot be charged: logged here; the admission core keeps its
+        Workload pending with the reason, where Kueue shows it (QuotaReserved, Inadmissible)."""
+        meta = job["metadata"]
+        log.warning(
+            "%s %s/%s cannot be admitted: %s",
+            self.kind.resource.kind,
+            meta.get("namespace"),
+            meta["name"],
+            refused.message,
+        )
 
     def _start_trace(self, job: Obj) -> str:
         """The workload's trace starts with its submission (or joins the submitter's trace,

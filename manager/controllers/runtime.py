@@ -93,7 +93,11 @@ class ClusterController:
         self.admission = AdmissionLoop(self.state, self.settings)
         self.workloads = WorkloadController(self.state, self.admission, self.settings)
         self.admission.resync = self.workloads.queue.add
-        self.jobs = JobController(self.state, role=self.settings.role)
+        self.jobs = JobController(
+            self.state,
+            role=self.settings.role,
+            device_class_mappings=self.settings.device_class_mappings,
+        )
         """The batch/v1 Job controller (always on)."""
         self.job_controllers = [self.jobs]
         self._kinds_to_find = [
@@ -123,7 +127,13 @@ class ClusterController:
     def _enable(self, kind: JobKind) -> JobController:
         self._kinds_to_find.remove(kind)
         jobs = self.state.add_job_kind(kind)
-        controller = JobController(self.state, role=self.settings.role, kind=kind, jobs=jobs)
+        controller = JobController(
+            self.state,
+            role=self.settings.role,
+            kind=kind,
+            jobs=jobs,
+            device_class_mappings=self.settings.device_class_mappings,
+        )
         self.job_controllers.append(controller)
         log.info("queueing %s (%s)", kind.resource.kind, kind.resource.api_version)
         return controller

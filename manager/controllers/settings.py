@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from manager.api.dra import DeviceClassMappings
 from manager.core import FairSharingConfig
 
 
@@ -59,3 +60,7 @@ class ControllerSettings:
     and the burst tells the first jobs' stories whole. 0 writes none."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's manageJobsWithoutQueueName: off, so a Job without the label is left alone."""
+    device_class_mappings: DeviceClassMappings = field(default_factory=DeviceClassMappings)
+    """Kueue's ``resources.deviceClassMappings`` (``--device-class-mappings``): the quota
+    resource each DeviceClass of a pod's ResourceClaimTemplates is charged to. Empty: a job
+    whose pods claim devices from a template is not admitted (its class is not mapped)."""

@@ -203,6 +203,9 @@ class Workload:
     priority: int = 0
     creation_time: float = 0.0
     uid: str = ""
+    not_chargeable: str | None = None
+    """Why its requests cannot be charged as submitted, found outside the core (device claims
+    kfed cannot count: docs/dra.md); never admitted, pending with this message."""
     left_to_check: str | None = None
     """The admission check controller its job is left to run by, if any (a Job with
     ``spec.managedBy: kueue.x-k8s.io/multikueue`` is run by MultiKueue only). Admitted only in a

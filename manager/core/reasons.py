@@ -28,6 +28,9 @@ class PendingKind(StrEnum):
     NAMESPACE_NOT_SELECTED = "NamespaceNotSelected"
     CHECK_CONTROLLER_MISSING = "CheckControllerMissing"
     """Its job is left to an admission check controller its ClusterQueue does not use."""
+    NOT_CHARGEABLE = "NotChargeable"
+    """Its requests cannot be charged as submitted (device claims kfed cannot count)."""
+    """Its job is left to an admission check controller its ClusterQueue does not use."""
     NO_MATCHING_FLAVOR = "NoMatchingFlavor"
     """No flavor is compatible (selectors, affinity, taints, uncovered resource)."""
     EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
@@ -52,6 +55,7 @@ _INADMISSIBLE = frozenset(
         PendingKind.CLUSTER_QUEUE_STOPPED,
         PendingKind.NAMESPACE_NOT_SELECTED,
         PendingKind.CHECK_CONTROLLER_MISSING,
+        PendingKind.NOT_CHARGEABLE,
     }
 )
 

@@ -40,7 +40,7 @@ from manager.core.model import (
 )
 from manager.core.preemption import Preemptor, Target
 from manager.core.queues import PendingWorkload, QueueManager
-from manager.core.reasons import PendingReason
+from manager.core.reasons import PendingKind, PendingReason
 
 
 class Outcome(Enum):
@@ -207,6 +207,10 @@ class Scheduler:
         if selector is None or not selector.matches(self.namespaces.get(head.namespace, {})):
             entry.outcome = Outcome.PARKED
             entry.reason = reasons.namespace_not_selected(head.namespace, cq.spec.name)
+            return entry
+        if head.workload.not_chargeable is not None:
+            entry.outcome = Outcome.PARKED
+            entry.reason = PendingReason(PendingKind.NOT_CHARGEABLE, head.workload.not_chargeable)
             return entry
         left_to = head.workload.left_to_check
         if left_to is not None and left_to not in cq.spec.check_controllers:

@@ -67,6 +67,10 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
+RESOURCE_CLAIM_TEMPLATES = Resource(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
+)
+"""Read when a Workload is created, to charge its pods' device claims (api/dra.py)."""
 MUTATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io",
     "v1",
