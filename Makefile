@@ -50,9 +50,10 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## test: lint, then every test (unit + integration on real control planes)
+## test: lint, then every test (unit + integration on real control planes); the log ends
+## with the slowest 20 tests and the reason of every skip (the real-node test's included)
 test: $(STAMP) binaries browser realnode lint
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=20 -rs
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
