@@ -74,13 +74,24 @@ find_docker_cli() {
       return
     fi
   done
-  die "no docker CLI here builds with BuildKit (tried: ${seen# }). Install the buildx plugin (Debian trixie, Ubuntu: apt-get install docker-buildx; Docker CE: docker-buildx-plugin), or point DOCKER at a docker CLI older than 23 (Debian bookworm's docker.io: DOCKER=/usr/bin/docker)."
+  printf '%s\n' "${seen# }"
+  return 1
 }
 
 if ! command -v docker >/dev/null 2>&1 && ! command -v "${DOCKER:-docker}" >/dev/null 2>&1; then
   bash "$here/daemons.sh" install
 fi
-docker_cli=$(find_docker_cli)
+if ! docker_cli=$(find_docker_cli); then
+  # E.g. Docker CE's static CLI in /usr/local/bin without the buildx plugin, and no engine:
+  # Debian's docker.io is one apt-get away, and its CLI has BuildKit built in.
+  tried=$docker_cli
+  if [ -z "${DOCKER:-}" ] && [ ! -x /usr/bin/docker ] && [ "$(id -u)" = 0 ]; then
+    say "no docker CLI here builds with BuildKit (tried: $tried): installing Debian's docker.io"
+    KFED_NEED_DEBIAN_DOCKER_CLI=1 bash "$here/daemons.sh" install
+  fi
+  docker_cli=$(find_docker_cli) \
+    || die "no docker CLI here builds with BuildKit (tried: $tried). Install the buildx plugin (Debian trixie, Ubuntu: apt-get install docker-buildx; Docker CE: docker-buildx-plugin), or point DOCKER at a docker CLI older than 23 (Debian bookworm's docker.io: DOCKER=/usr/bin/docker)."
+fi
 docker() { DOCKER_BUILDKIT=1 "$docker_cli" "$@"; }
 
 if ! docker info >/dev/null 2>&1; then

@@ -110,7 +110,11 @@ cmd_install() {
   local missing=()
   command -v containerd >/dev/null 2>&1 || missing+=(containerd)
   command -v runc >/dev/null 2>&1 || missing+=(runc)
-  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+  # docker.io also when only its CLI is wanted (build.sh: a CLI elsewhere cannot build).
+  if ! command -v dockerd >/dev/null 2>&1 \
+    || { [ -n "${KFED_NEED_DEBIAN_DOCKER_CLI:-}" ] && [ ! -x /usr/bin/docker ]; }; then
+    missing+=(docker.io)
+  fi
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   if [ ${#missing[@]} = 0 ]; then
     say "installed: containerd, runc, dockerd, debootstrap"
