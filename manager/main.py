@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from manager.api import knobs
 from manager.controllers.flags import add_controller_flags, controller_settings_from
 from manager.federation.admission_webhook import ManagerWebhook
-from manager.federation.retention import parse_duration
 from manager.federation.runtime import FederationController
-from manager.federation.settings import DispatchMode, FailoverPolicy, FederationSettings
+from manager.federation.settings import FederationSettings
 from manager.federation.webhookconfig import ServiceReference
 from manager.kube import errors
 from manager.kube import resources as R
@@ -39,13 +39,6 @@ from manager.observability.sources import ManagerSource
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger("manager")
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def default_listen_host() -> str:
@@ -82,79 +75,18 @@ def _default_webhook_host(args: argparse.Namespace) -> str | None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    d = FederationSettings()
     p = argparse.ArgumentParser(prog="python -m manager", description=__doc__)
     p.add_argument(
         "--kubeconfig", help="kubeconfig of the manager cluster (default: the Pod's ServiceAccount)"
     )
     p.add_argument("--context")
-    p.add_argument("--namespace", default=d.namespace, help="Secrets of workers, leader Lease")
-    p.add_argument("--origin", default=d.origin, help="origin label value on remote objects")
     p.add_argument("--identity", default=f"{socket.gethostname()}-{os.getpid()}")
-    p.add_argument(
-        "--dispatch-mode",
-        default="capacity-aware",
-        choices=["capacity-aware", "all-at-once", "incremental"],
-    )
-    p.add_argument("--admission-timeout", type=float, default=d.admission_timeout)
-    p.add_argument(
-        "--dispatch-deadline",
-        type=float,
-        default=d.dispatch_deadline,
-        help="seconds a workload no worker can ever hold (no worker has its queue or flavor, "
-        "or enough quota) keeps its manager quota before it is evicted and requeued",
-    )
-    p.add_argument("--gc-interval", type=float, default=d.gc_interval)
-    p.add_argument(
-        "--finished-retention",
-        type=_duration,
-        default=d.finished_retention,
-        metavar="DURATION",
-        help="how long a finished workload's objects (its copy, Job and pods) stay on the "
-        "worker it ran on before they are collected: seconds, or 90s, 10m, 1h30m; 0 (the "
-        "default): at once. Per ClusterQueue: annotation kfed.io/finished-retention. A "
-        "deleted workload's go at once",
-    )
-    p.add_argument("--worker-lease-duration", type=float, default=d.lease_duration)
-    p.add_argument("--worker-lease-renew-period", type=float, default=d.lease_renew_period)
-    p.add_argument("--worker-request-timeout", type=float, default=d.request_timeout)
-    p.add_argument("--fence-grace", type=float, default=d.fence_grace)
-    p.add_argument(
-        "--failover-policy",
-        choices=[policy.value for policy in FailoverPolicy],
-        default=d.failover_policy.value,
-        help="when a lost worker's workloads may run elsewhere, for ClusterQueues without the "
-        "kfed.io/failover annotation: at-most-once (only once they surely stopped, or after "
-        "--worker-lost-timeout) or fast (once the worker's shim surely fenced them; they may "
-        "run twice while the worker's own control plane is down)",
-    )
-    p.add_argument(
-        "--worker-lost-timeout",
-        "--unfenced-worker-lost-timeout",  # kfed 0.1's name
-        dest="worker_lost_timeout",
-        type=float,
-        default=d.worker_lost_timeout,
-        help="seconds after which at-most-once workloads of a lost worker move anyway (and "
-        "its shim fences them), and the wait for workers that cannot fence",
-    )
-    p.add_argument(
-        "--credentials-warning",
-        type=float,
-        default=d.credentials_warning,
-        help="seconds before a worker's kubeconfig token or client certificate expires that "
-        "its MultiKueueCluster gets the kfed.io/CredentialsExpiring condition",
-    )
+    knobs.add_flags(p, FederationSettings)
     leader = LeaderElectionConfig(namespace="", name="", identity="")  # the defaults, once
     p.add_argument("--leader-lease-duration", type=float, default=leader.lease_duration)
     p.add_argument("--leader-renew-deadline", type=float, default=leader.renew_deadline)
     p.add_argument("--leader-retry-period", type=float, default=leader.retry_period)
     add_controller_flags(p)
-    p.add_argument(
-        "--dispatch-workers",
-        type=int,
-        default=d.dispatch_workers,
-        help="workloads placed or followed at once",
-    )
     p.add_argument("--no-webhook", action="store_true", help="do not serve the Job webhook")
     p.add_argument(
         "--webhook-host",
@@ -230,32 +162,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-MODES = {
-    "capacity-aware": DispatchMode.CAPACITY_AWARE,
-    "all-at-once": DispatchMode.ALL_AT_ONCE,
-    "incremental": DispatchMode.INCREMENTAL,
-}
-
-
 def settings_from(args: argparse.Namespace) -> FederationSettings:
-    return FederationSettings(
-        namespace=args.namespace,
-        origin=args.origin,
-        manager_identity=args.identity,
-        dispatch_mode=MODES[args.dispatch_mode],
-        dispatch_workers=args.dispatch_workers,
-        admission_timeout=args.admission_timeout,
-        dispatch_deadline=args.dispatch_deadline,
-        gc_interval=args.gc_interval,
-        finished_retention=args.finished_retention,
-        request_timeout=args.worker_request_timeout,
-        lease_duration=args.worker_lease_duration,
-        lease_renew_period=args.worker_lease_renew_period,
-        fence_grace=args.fence_grace,
-        worker_lost_timeout=args.worker_lost_timeout,
-        credentials_warning=args.credentials_warning,
-        failover_policy=FailoverPolicy(args.failover_policy),
-    )
+    return knobs.from_flags(FederationSettings, args, manager_identity=args.identity)
 
 
 T = TypeVar("T")

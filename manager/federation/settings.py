@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from enum import StrEnum
 
 from manager.api import constants as C
+from manager.api.knobs import knob
+from manager.federation.retention import parse_duration
 
 
 class DispatchMode(StrEnum):
@@ -45,64 +48,188 @@ def failover_policy(value: str | None, default: FailoverPolicy) -> FailoverPolic
         return FailoverPolicy.AT_MOST_ONCE
 
 
+DISPATCH_MODE_NAMES = {
+    "capacity-aware": DispatchMode.CAPACITY_AWARE,
+    "all-at-once": DispatchMode.ALL_AT_ONCE,
+    "incremental": DispatchMode.INCREMENTAL,
+}
+"""The ``--dispatch-mode`` names; upstream's ``multiKueue.dispatcherName`` values are taken
+too."""
+
+
+def dispatch_mode(text: str) -> DispatchMode:
+    """A dispatch mode by its flag name, or by upstream's dispatcher name."""
+    if text in DISPATCH_MODE_NAMES:
+        return DISPATCH_MODE_NAMES[text]
+    try:
+        return DispatchMode(text)
+    except ValueError:
+        names = ", ".join([*DISPATCH_MODE_NAMES, *(m.value for m in DispatchMode)])
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {names}") from None
+
+
+def duration(text: str) -> float:
+    """Seconds, from ``90``, ``90s``, ``10m``, ``1h30m``."""
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 @dataclass(frozen=True, slots=True)
 class FederationSettings:
-    namespace: str = "kueue-system"
-    """Where MultiKueueCluster Secrets live, on the manager; where Leases live, on workers."""
-    origin: str = "multikueue"
-    """Value of the origin label on remote objects (upstream's default). Managers that share
-    workers must use distinct origins."""
+    """Each setting once: its default, why that default, its flag (``knobs.add_flags``) and
+    its key in Kueue's Configuration where the meaning is the same."""
+
+    namespace: str = knob(
+        "kueue-system",
+        "--namespace",
+        "where the workers' kubeconfig Secrets and the leader Lease live (on the manager), "
+        "and the fencing Leases (on the workers)",
+    )
+    origin: str = knob(
+        "multikueue",
+        "--origin",
+        "value of the origin label on remote objects (upstream's default); managers that share "
+        "workers must use distinct origins",
+        config="multiKueue.origin",
+    )
     manager_identity: str = "kfed-manager"
-    dispatch_mode: DispatchMode = DispatchMode.CAPACITY_AWARE
-    dispatch_workers: int = 16
-    """Workloads placed or followed at once. Each reconcile mostly waits on a worker's API,
-    so more than the single-cluster controllers' 4: at a few jobs per second 4 left
-    workloads seconds in the dispatch queue (e2e/bench/federation)."""
-    incremental_step: int = 3
-    incremental_round_timeout: float = 300.0
-    admission_timeout: float = 30.0
-    """A copy the chosen worker has not admitted by then is withdrawn; the next is tried."""
-    nominate_after: float = 1.0
-    """Capacity-aware: a copy not admitted by then is shown on the Workload as nominated (the
-    check's Pending message, ``nominatedClusterNames``); one admitted sooner, as most are,
-    costs no write for it."""
-    dispatch_deadline: float = 300.0
-    """A workload no worker can ever hold as configured (no worker has its queue or flavor,
-    or none has that much quota) keeps its manager quota this long, then it is evicted
-    (releasing the quota) and requeued with the reason."""
-    gc_interval: float = 60.0
-    """Remote objects of our origin without a manager-side workload are deleted this often."""
-    request_timeout: float = 5.0
-    """Per request to a worker: long enough for a loaded apiserver, short enough to notice
-    a partition quickly."""
-    reconnect_initial: float = 1.0
-    reconnect_max: float = 60.0
-    """Capped, jittered exponential backoff between connection attempts to a worker."""
-    lease_duration: float = 10.0
-    """The manager's Lease on each worker: the worker shim fences (suspends this origin's
-    workloads) when it has not seen a renewal for this long."""
-    lease_renew_period: float = 2.0
-    fence_grace: float = 4.0
-    """Extra time after the worker's lease surely expired, for the shim to suspend the jobs
-    and their pods to stop, before the manager runs them elsewhere."""
-    foreign_object_recheck: float = 30.0
-    """A worker where an object of a workload's name exists that kfed did not create is
-    skipped for that workload; after this many seconds it is considered again."""
-    failover_policy: FailoverPolicy = FailoverPolicy.AT_MOST_ONCE
-    """The default policy of ClusterQueues without the ``kfed.io/failover`` annotation."""
-    worker_lost_timeout: float = 300.0
-    """The outage timeout (upstream's ``workerLostTimeout``, 15 min there): at-most-once
-    workloads of a lost worker move after this long, and its shim fences them by then. Also
-    the wait for workers without kfed's shim (e.g. upstream Kueue), which cannot fence."""
-    finished_retention: float = 0.0
-    """How long a finished workload's objects stay on the worker it ran on (its Workload
-    copy, our Job there and its pods), from its Finished time, for people to look at them
-    there; then they are collected. 0: at once, as upstream. Per ClusterQueue:
-    ``kfed.io/finished-retention`` (``retention.py``). A deleted workload's go at once."""
-    credentials_warning: float = 6 * 3600.0
-    """A worker's kubeconfig whose token or client certificate runs out within this many
-    seconds gets the ``kfed.io/CredentialsExpiring`` condition, an Event and a dashboard
-    warning (``credentials.py``)."""
+    """This manager's name (``--identity``: its host and pid by default)."""
+    dispatch_mode: DispatchMode = knob(
+        DispatchMode.CAPACITY_AWARE,
+        "--dispatch-mode",
+        "capacity-aware (kfed: one copy, on the best-fitting worker), all-at-once (upstream's "
+        "default: a copy on every worker, the first to admit wins) or incremental (upstream: "
+        "rounds of --incremental-step workers)",
+        config="multiKueue.dispatcherName",
+        parse=dispatch_mode,
+        metavar="{capacity-aware,all-at-once,incremental}",
+    )
+    dispatch_workers: int = knob(
+        16,
+        "--dispatch-workers",
+        "workloads placed or followed at once (each reconcile mostly waits on a worker's API: "
+        "at a few jobs per second 4 left workloads seconds in the dispatch queue)",
+    )
+    incremental_step: int = knob(
+        3, "--incremental-step", "incremental dispatch: workers added to each round"
+    )
+    incremental_round_timeout: float = knob(
+        300.0,
+        "--incremental-round-timeout",
+        "incremental dispatch: seconds before the next round adds workers",
+        parse=duration,
+    )
+    admission_timeout: float = knob(
+        30.0,
+        "--admission-timeout",
+        "seconds a copy may wait for its worker to admit it; then it is withdrawn and the next "
+        "worker tried",
+        parse=duration,
+    )
+    nominate_after: float = knob(
+        1.0,
+        "--nominate-after",
+        "capacity-aware: seconds after which a copy not admitted yet is shown on the Workload "
+        "as nominated (most are admitted sooner, and cost no write for it)",
+        parse=duration,
+    )
+    dispatch_deadline: float = knob(
+        300.0,
+        "--dispatch-deadline",
+        "seconds a workload no worker can ever hold (no worker has its queue or flavor, or "
+        "enough quota) keeps its manager quota before it is evicted and requeued",
+        parse=duration,
+    )
+    gc_interval: float = knob(
+        60.0,
+        "--gc-interval",
+        "seconds between sweeps for remote objects of our origin whose manager workload is gone",
+        config="multiKueue.gcInterval",
+        parse=duration,
+    )
+    request_timeout: float = knob(
+        5.0,
+        "--worker-request-timeout",
+        "seconds per request to a worker: long enough for a loaded apiserver, short enough to "
+        "notice a partition quickly",
+        parse=duration,
+    )
+    reconnect_initial: float = knob(
+        1.0,
+        "--worker-reconnect-initial",
+        "seconds before the first new connection attempt to a lost worker (doubling, jittered)",
+        parse=duration,
+    )
+    reconnect_max: float = knob(
+        60.0,
+        "--worker-reconnect-max",
+        "the longest pause between connection attempts to a worker",
+        parse=duration,
+    )
+    lease_duration: float = knob(
+        10.0,
+        "--worker-lease-duration",
+        "the manager's Lease on each worker: its shim fences (suspends this origin's "
+        "workloads) when it has not seen a renewal for this long",
+        parse=duration,
+    )
+    lease_renew_period: float = knob(
+        2.0,
+        "--worker-lease-renew-period",
+        "seconds between renewals of the Lease on each worker",
+        parse=duration,
+    )
+    fence_grace: float = knob(
+        4.0,
+        "--fence-grace",
+        "extra seconds after the worker's lease surely expired, for the shim to suspend the "
+        "jobs and their pods to stop, before the manager runs them elsewhere",
+        parse=duration,
+    )
+    foreign_object_recheck: float = knob(
+        30.0,
+        "--foreign-object-recheck",
+        "seconds a worker holding an object of a workload's name that kfed did not create is "
+        "skipped for that workload before it is considered again",
+        parse=duration,
+    )
+    failover_policy: FailoverPolicy = knob(
+        FailoverPolicy.AT_MOST_ONCE,
+        "--failover-policy",
+        "when a lost worker's workloads may run elsewhere, for ClusterQueues without the "
+        "kfed.io/failover annotation: at-most-once (only once they surely stopped, or after "
+        "--worker-lost-timeout) or fast (once the worker's shim surely fenced them; they may "
+        "run twice while the worker's own control plane is down)",
+    )
+    worker_lost_timeout: float = knob(
+        300.0,
+        "--worker-lost-timeout",
+        "seconds after which at-most-once workloads of a lost worker move anyway (its shim "
+        "fences them by then), and the wait for workers that cannot fence (15 min upstream)",
+        aliases=("--unfenced-worker-lost-timeout",),  # kfed 0.1's name
+        config="multiKueue.workerLostTimeout",
+        parse=duration,
+    )
+    finished_retention: float = knob(
+        0.0,
+        "--finished-retention",
+        "how long a finished workload's objects (its copy, Job and pods) stay on the worker it "
+        "ran on before they are collected: seconds, or 90s, 10m, 1h30m; 0 (the default): at "
+        "once, as upstream. Per ClusterQueue: annotation kfed.io/finished-retention. A "
+        "deleted workload's go at once",
+        parse=duration,
+        metavar="DURATION",
+    )
+    credentials_warning: float = knob(
+        6 * 3600.0,
+        "--credentials-warning",
+        "seconds before a worker's kubeconfig token or client certificate expires that its "
+        "MultiKueueCluster gets the kfed.io/CredentialsExpiring condition, an Event and a "
+        "dashboard warning",
+        parse=duration,
+    )
 
     @property
     def fenced_failover_after(self) -> float:

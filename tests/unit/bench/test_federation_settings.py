@@ -8,6 +8,7 @@ from typing import Any
 
 from e2e.bench.federation import drills, processes
 from manager import main as manager_main
+from manager.federation.settings import DispatchMode
 
 
 def test_the_manager_command_line_is_one_the_manager_accepts() -> None:
@@ -16,12 +17,13 @@ def test_the_manager_command_line_is_one_the_manager_accepts() -> None:
         Path("/tmp/kubeconfig"), "all-at-once", drills.failover_flags(settings, fast=True)
     )
     args = manager_main.parse_args(argv)
-    assert args.dispatch_mode == "all-at-once"
     assert args.metrics_port == 0 and args.no_webhook
-    assert args.worker_lease_duration == 3.0
-    assert args.worker_lease_renew_period == 0.5
-    assert args.worker_request_timeout == 1.0
-    assert args.fence_grace == 1.5
+    parsed = manager_main.settings_from(args)
+    assert parsed.dispatch_mode is DispatchMode.ALL_AT_ONCE
+    assert parsed.lease_duration == 3.0
+    assert parsed.lease_renew_period == 0.5
+    assert parsed.request_timeout == 1.0
+    assert parsed.fence_grace == 1.5
 
 
 def test_fast_failover_gives_the_tests_window_and_default_failover_passes_no_flag() -> None:
