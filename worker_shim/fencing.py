@@ -3,10 +3,15 @@
 The manager renews Lease ``kfed-manager-<origin>`` in the shim's namespace every few seconds.
 When the shim has not seen it change for long enough (judged by the shim's own clock), the
 manager may have lost this worker and may soon run the workloads elsewhere: the shim
-deactivates (``spec.active: false``) those workloads, so their Jobs are suspended and their
-pods stop. A deactivated copy is never reactivated here; the manager removes it when it
-reconnects. The shim also renews its own heartbeat Lease, which tells the manager that this
-worker can fence itself.
+stops them the way upstream Kueue stops work: it deactivates the copy (``spec.active:
+false``) and suspends its job, both marked fenced (``kfed.io/fenced``), so the Job controller
+removes the pods of a suspended Job, which never count toward its ``backoffLimit``. It
+deletes pods itself only to shorten their termination grace, or when the job could not be
+suspended in time; the manager never takes a fenced run's end as the job's result (a Job
+whose running pods were deleted can end ``Failed``). A copy whose job already ended is not
+fenced: that run ended on its own. A deactivated copy is never reactivated here; the manager
+removes it when it reconnects. The shim also renews its own heartbeat Lease, which tells the
+manager that this worker can fence itself.
 
 "Long enough" is per copy: the manager writes it on each copy (annotation
 ``kfed.io/fence-after-seconds``): the lease duration for copies of the fast failover policy,
@@ -27,7 +32,9 @@ from dataclasses import dataclass
 from manager.api import constants as C
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.state import ClusterState
+from manager.federation.leftovers import FENCED_ANNOTATION
 from manager.federation.settings import (
     FENCE_AFTER_ANNOTATION,
     MANAGER_LEASE_PREFIX,
@@ -35,13 +42,13 @@ from manager.federation.settings import (
 )
 from manager.kube import errors, lease
 from manager.kube import resources as R
-from manager.kube.api import KubeApi
+from manager.kube.api import KubeApi, Obj
 from manager.kube.informer import Informer
 from manager.kube.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
-FENCED_ANNOTATION = "kfed.io/fenced"
+__all__ = ["FENCED_ANNOTATION", "Fencing", "FencingSettings", "fence_after", "stop_pods"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +59,15 @@ class FencingSettings:
     heartbeat_duration: int = 10
     check_period: float = 0.25
     pod_grace_seconds: int = 1
-    """Termination grace of a fenced job's pods. Suspending the Job lets its pods take their
-    own grace (30 s unless set), longer than the manager waits before running the job
-    elsewhere; so the shim deletes them itself with this much grace, which the manager's
-    ``fence_grace`` covers."""
+    """Termination grace of a fenced job's pods. The Job controller deletes a suspended
+    Job's pods with their own grace (30 s unless set), longer than the manager waits before
+    running the job elsewhere; so the shim deletes them again with this much grace, which
+    the manager's ``fence_grace`` covers."""
+    release_wait: float = 0.5
+    """Seconds a fence waits for the Job controller to stop a suspended job's pods (it takes
+    them off the job's count first: they never count as failures) before deleting those
+    still running itself. Well within the manager's ``fence_grace`` with the pods' grace."""
+    release_poll: float = 0.05
 
 
 class Fencing:
@@ -74,6 +86,8 @@ class Fencing:
         self.sighted_since: float | None = None
         """Start of the current unbroken run of contact with its own API server: silence of
         a manager lease only counts from here (before, the shim could not have seen it)."""
+        self.stopping: set[asyncio.Task[None]] = set()
+        """Fenced copies whose pods are being stopped (the check loop never waits for them)."""
 
     async def run(self) -> None:
         with contextlib.suppress(errors.AlreadyExists, errors.KubeError):
@@ -86,7 +100,7 @@ class Fencing:
         try:
             await asyncio.gather(*tasks)
         finally:
-            await stop_tasks(tasks)
+            await stop_tasks([*tasks, *self.stopping])
 
     async def _heartbeat(self) -> None:
         ns, name = self.settings.namespace, SHIM_HEARTBEAT_LEASE
@@ -181,7 +195,7 @@ class Fencing:
 
     async def fence(self, silences: dict[str, float]) -> int:
         """Deactivate every still-active workload of these origins whose own fence-after time
-        has passed in that silence; returns how many."""
+        has passed in that silence, and start stopping its job; returns how many."""
         count = 0
         for obj in self.state.workloads.items():
             meta = obj["metadata"]
@@ -190,45 +204,105 @@ class Fencing:
                 continue
             if silences[origin] < fence_after(obj, self._lease_duration(origin)):
                 continue  # at-most-once: left running through a manager outage this short
+            jobs = self._jobs_of(meta["namespace"], meta["name"])
+            if any(kind.outcome(job) is not None for kind, job in jobs):
+                continue  # it ended on its own: its end is recorded on the copy, not fenced
+            reason = f"manager lease of origin {origin} expired"
             patch = {
-                "metadata": {
-                    "annotations": {FENCED_ANNOTATION: f"manager lease of origin {origin} expired"}
-                },
+                "metadata": {"annotations": {FENCED_ANNOTATION: reason}},
                 "spec": {"active": False},
             }
             try:
                 written = await self.api.patch(R.WORKLOADS, meta["name"], patch, meta["namespace"])
-                count += 1
-                told.fenced(self.state.events, written, origin, silences[origin])
             except errors.KubeError as err:
                 log.warning("fencing %s/%s failed: %s", meta["namespace"], meta["name"], err)
                 continue
-            await self._stop_pods(meta["namespace"], meta["name"])
+            # Seen inactive at once by this shim's job controller: it must never resume the
+            # job we are about to suspend from an older copy in its cache.
+            self.state.workloads.remember_written(ws.key_of(written), obj, written)
+            count += 1
+            told.fenced(self.state.events, written, origin, silences[origin])
+            task = asyncio.create_task(
+                self._stop_jobs(meta["namespace"], jobs, reason), name=f"fence/{meta['name']}"
+            )
+            self.stopping.add(task)
+            task.add_done_callback(self.stopping.discard)
         return count
 
-    async def _stop_pods(self, namespace: str, workload: str) -> None:
-        """Delete the running pods of the fenced workload's job (of any kind) with a short
-        grace period."""
+    def _jobs_of(self, namespace: str, workload: str) -> list[tuple[JobKind, Obj]]:
+        """Our jobs (of any kind) made for the copy ``namespace/workload``."""
+        found = []
         for kind, jobs in self.state.job_kinds.items():
             for job in jobs.items():
                 jmeta = job["metadata"]
                 if (
-                    jmeta.get("namespace") != namespace
-                    or (jmeta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) != workload
+                    jmeta.get("namespace") == namespace
+                    and (jmeta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) == workload
                 ):
-                    continue
-                selector = f"{kind.pod_label}={jmeta['name']}"
-                try:
-                    await stop_pods(self.api, namespace, selector, self.settings.pod_grace_seconds)
-                except errors.KubeError as err:
-                    log.warning("stopping the pods of fenced %s/%s: %s", namespace, workload, err)
+                    found.append((kind, job))
+        return found
+
+    async def _stop_jobs(
+        self, namespace: str, jobs: list[tuple[JobKind, Obj]], reason: str
+    ) -> None:
+        """Suspend the fenced copy's jobs (marked fenced, for the manager) so the Job
+        controller removes their pods uncounted; then shorten those pods' grace, and delete
+        any pod still running once ``release_wait`` is over (the job could not be
+        suspended: such a pod may count as a failure, never as the job's result)."""
+        selectors = []
+        suspended = True
+        for kind, job in jobs:
+            name = job["metadata"]["name"]
+            selectors.append(f"{kind.pod_label}={name}")
+            patch = {
+                **kind.suspend_fields(True),
+                "metadata": {"annotations": {FENCED_ANNOTATION: reason}},
+            }
+            try:
+                await self.api.patch(kind.resource, name, patch, namespace)
+            except errors.NotFound:
+                continue
+            except errors.KubeError as err:
+                suspended = False
+                log.warning(
+                    "suspending fenced %s %s/%s: %s", kind.resource.kind, namespace, name, err
+                )
+        settings = self.settings
+        try:
+            if suspended:
+                deadline = time.monotonic() + settings.release_wait
+                while not await self._released(namespace, selectors):
+                    if time.monotonic() >= deadline:
+                        log.warning(
+                            "pods of fenced jobs in %s not stopped by their Job controller "
+                            "in %.1fs: deleting them",
+                            namespace,
+                            settings.release_wait,
+                        )
+                        break
+                    await asyncio.sleep(settings.release_poll)
+            for selector in selectors:
+                await stop_pods(self.api, namespace, selector, settings.pod_grace_seconds)
+        except errors.KubeError as err:
+            log.warning("stopping the pods of fenced jobs in %s: %s", namespace, err)
+
+    async def _released(self, namespace: str, selectors: list[str]) -> bool:
+        """No pod of these jobs still runs without being deleted already."""
+        for selector in selectors:
+            pods = await self.api.list(R.PODS, namespace, label_selector=selector)
+            for pod in pods.get("items") or []:
+                if not pod_finished(pod) and not pod["metadata"].get("deletionTimestamp"):
+                    return False
+        return True
 
 
 STOP_ATTEMPTS = 3
 
 
 async def stop_pods(api: KubeApi, namespace: str, selector: str, grace_seconds: int) -> int:
-    """Delete a job's pods (``selector``) that still run (or wait to); returns how many.
+    """Delete a job's pods (``selector``) that still run (or wait to); returns how many. A
+    pod already being deleted with a longer grace (its Job controller's, once the Job was
+    suspended) is deleted again with ``grace_seconds``, which shortens it.
 
     A pod that finished is never touched: its result may not be counted yet (the Job
     controller counts a pod by its tracking finalizer, which a deleted pod can lose first, as
@@ -240,7 +314,9 @@ async def stop_pods(api: KubeApi, namespace: str, selector: str, grace_seconds: 
     for pod in pods.get("items") or []:
         for _ in range(STOP_ATTEMPTS):
             meta = pod["metadata"]
-            if pod_finished(pod) or meta.get("deletionTimestamp"):
+            deleting = bool(meta.get("deletionTimestamp"))
+            grace = meta.get("deletionGracePeriodSeconds")
+            if pod_finished(pod) or (deleting and (grace is None or grace <= grace_seconds)):
                 break
             try:
                 await api.delete(

@@ -1,8 +1,10 @@
 """Leftovers on the workers: copies the manager no longer places there, and our Jobs whose
 Workload is gone. Collected when a lost worker comes back (before anything else happens
 there) and every ``gc_interval``. A finished copy of a live workload is never collected: the
-run it records is the job's result (the reconcile copies it first). Nor, until its retention
-is over, the copy (with our Job) of a finished workload's run on the worker it ran on."""
+run it records is the job's result (the reconcile copies it first); a run that was stopped
+(fenced, evicted, moved: ``leftovers.run_end``) is no result, and is collected. Nor, until
+its retention is over, the copy (with our Job) of a finished workload's run on the worker it
+ran on."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.federation import checkstatus, leftovers
-from manager.federation.lookups import Lookups
+from manager.federation.lookups import Lookups, run_facts
 from manager.federation.remote import RemoteCluster, workload_keys_of_job
 from manager.federation.retaining import Retaining, ran_on
 from manager.federation.writes import Writes
@@ -63,11 +65,19 @@ class Collector:
             await self._judge(leftovers.Moment.RETURNING, remote, copy_, jobs.get(key, []))
         await self._collect_orphan_jobs(remote)
 
-    def _keep_ended(self, remote: RemoteCluster, key: str, jobs: list[tuple[JobKind, Obj]]) -> None:
+    def _keep_ended(
+        self, remote: RemoteCluster, key: str, copy_: Obj, jobs: list[tuple[JobKind, Obj]]
+    ) -> None:
+        """Remember the ended job of a run that counts (read afresh), for the reconcile."""
         if self.state.workloads.get(key) is None:
             return  # nothing to record it on; its record would outlive it
         for kind, job in jobs:
-            if kind.outcome(job) is not None:
+            if kind.outcome(job) is None:
+                continue
+            # A stopped run (a fenced Job Failed by its deleted pods) is no result: never kept.
+            facts = run_facts(copy_, [(kind, job)], self.look.records.was_stopped)
+            run = leftovers.run_end(facts)
+            if run is leftovers.RunEnd.RESULT:
                 self.look.records(key).ended_remote_jobs[remote.name] = job
                 log.info("the run of %s on %s ended while it was unreachable", key, remote.name)
 
@@ -111,7 +121,7 @@ class Collector:
         if verdict is leftovers.Verdict.RECORD:
             # The reconcile records that run (it never runs again) from what was read here:
             # the job informer may show it running for a while yet.
-            self._keep_ended(remote, key, jobs or [])
+            self._keep_ended(remote, key, copy_, jobs or [])
             self.requeue(key)
         if verdict is not leftovers.Verdict.DELETE:
             return False

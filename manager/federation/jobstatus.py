@@ -102,7 +102,12 @@ class JobStatus:
             succeeded = finished.get("reason") == C.REASON_SUCCEEDED
             message = str(finished.get("message", ""))
         else:  # its job there ended; the shim has not written it on the copy yet
-            ended = [k.outcome(j) for k, j in self.look.remote_jobs_of(remote, ws.key_of(obj))]
+            key = ws.key_of(obj)
+            ended = [
+                k.outcome(j)
+                for k, j in self.look.remote_jobs_of(remote, key)
+                if self.look.counts(remote, key, j)  # never a stopped run's end
+            ]
             outcome = next((o for o in ended if o is not None), None)
             if outcome is None:
                 return

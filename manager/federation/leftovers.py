@@ -16,12 +16,64 @@ In both, a copy that finished while the manager did not see it is never removed:
 records is the job's result, and the reconcile copies it first (``RECORD``). And the copy
 whose run ended on the worker a finished workload ran on stays, with our Job there, until
 its retention is over (``retention.py``); every other copy of it goes at once.
+
+Only a run that ended on its own is the job's result (``run_end``): one that kfed or Kueue
+stopped (fenced by the worker's shim, deactivated, evicted or preempted there, or stopped by
+the manager when it moved, drained or withdrew it) is a leftover whatever its job's
+condition says: pods deleted under a Job count as failures, so such a Job can end
+``Failed`` (``backoffLimit: 0``) although the job never failed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+FENCED_ANNOTATION = "kfed.io/fenced"
+"""On a copy and on our job there: the worker's shim fenced them (its manager's lease
+expired before the job ended)."""
+
+
+class RunEnd(StrEnum):
+    RUNNING = "running"
+    """Not ended (yet)."""
+    RESULT = "result"
+    """Ended on its own: the job's result (it never runs again)."""
+    STOPPED = "stopped"
+    """Ended because it was stopped: never the result; its objects are leftovers."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """One run of a workload on a worker: its copy and our job there made for it."""
+
+    ended: bool = False
+    """The copy says Finished, or our job there has an outcome."""
+    succeeded: bool = False
+    """That end is a success (Complete)."""
+    fenced: bool = False
+    """The fenced annotation on the copy or on the job."""
+    deactivated: bool = False
+    """The copy's ``spec.active`` is false."""
+    evicted: bool = False
+    """The copy is Evicted or Preempted there."""
+    stopped_by_manager: bool = False
+    """The manager deleted its job before it ended (moved, drained, withdrawn, evicted on
+    the manager: ``Records.stopped``)."""
+
+
+def run_end(run: RunFacts) -> RunEnd:
+    """Whether a run is the job's result. A success counts whatever happened after: only the
+    job's own pods running to the end make one (a stop deletes only pods that still run, and
+    those never count as succeeded), and running it again would run it twice. A failure of a
+    run that was stopped counts never: the stop may be what failed it."""
+    if not run.ended:
+        return RunEnd.RUNNING
+    if run.succeeded:
+        return RunEnd.RESULT
+    if run.fenced or run.deactivated or run.evicted or run.stopped_by_manager:
+        return RunEnd.STOPPED
+    return RunEnd.RESULT
 
 
 class Moment(StrEnum):
@@ -52,8 +104,8 @@ class WorkloadFacts:
 class CopyFacts:
     worker: str
     finished: bool = False
-    """Its run ended there: the copy says so, or our job there made for it does (the shim
-    writes it on the copy a moment later)."""
+    """Its run ended there on its own (``run_end`` is ``RESULT``): the copy says so, or our
+    job there made for it does (the shim writes it on the copy a moment later)."""
     active: bool = True
 
 

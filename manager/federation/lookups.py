@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.api import federated
+from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry as job_kinds
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
-from manager.federation import failover, following
+from manager.federation import failover, following, leftovers
 from manager.federation.records import Records
 from manager.federation.registry import ClusterRegistry
 from manager.federation.remote import FEDERATED_KINDS, JOBS_BY_WORKLOAD, RemoteCluster
@@ -47,6 +49,44 @@ def foreign_reason(kind: str, foreign: Obj) -> str:
     return (
         f"a {kind} {meta['namespace']}/{meta['name']} that kfed did not create already exists "
         f"there (made by {whose}); kfed leaves it alone"
+    )
+
+
+def kind_of_job(job: Obj) -> JobKind:
+    """The kind of one of our remote jobs, by its apiVersion and kind (a Job when they are
+    absent, as in list items)."""
+    api_version, kind = job.get("apiVersion"), job.get("kind")
+    for candidate in FEDERATED_KINDS:
+        if (candidate.resource.api_version, candidate.resource.kind) == (api_version, kind):
+            return candidate
+    return BATCH_JOB
+
+
+def run_facts(
+    copy: Obj | None,
+    jobs: list[tuple[JobKind, Obj]],
+    stopped: Callable[[str], bool] = lambda _uid: False,
+) -> leftovers.RunFacts:
+    """The facts ``leftovers.run_end`` judges, from a copy (if any) and our jobs made for it
+    on the same worker; ``stopped``: whether the manager stopped a job (by its uid)."""
+    outcomes = [o for kind, job in jobs if (o := kind.outcome(job)) is not None]
+    marked = [copy] if copy is not None else []
+    marked += [job for _, job in jobs]
+
+    def annotated(name: str) -> bool:
+        return any(name in (o.get("metadata", {}).get("annotations") or {}) for o in marked)
+
+    copy_conditions = ws.status_of(copy).get("conditions") if copy is not None else None
+    finished = conditions.find(copy_conditions, C.FINISHED) if copy is not None else None
+    copy_ended = copy is not None and ws.is_finished(copy)
+    copy_succeeded = copy_ended and (finished or {}).get("reason") == C.REASON_SUCCEEDED
+    return leftovers.RunFacts(
+        ended=copy_ended or bool(outcomes),
+        succeeded=copy_succeeded or any(o.succeeded for o in outcomes),
+        fenced=annotated(leftovers.FENCED_ANNOTATION),
+        deactivated=copy is not None and not ws.is_active(copy),
+        evicted=copy is not None and (ws.is_evicted(copy) or conditions.is_true(copy, C.PREEMPTED)),
+        stopped_by_manager=any(stopped(str(job["metadata"].get("uid", ""))) for _, job in jobs),
     )
 
 
@@ -159,19 +199,38 @@ class Lookups:
         copy: Obj | None,
         jobs: list[tuple[JobKind, Obj]] | None = None,
     ) -> bool:
-        """The run of ``key`` on ``remote`` ended: its copy says so, or one of our jobs there
-        made for it does. The worker's shim writes the end on the copy a moment after its job
-        ended (longer when it is busy): a copy judged meanwhile must count as finished, or
-        its run would be collected as a leftover and the job run again. ``jobs``: our jobs
-        there made for it, read afresh (default: the informer's)."""
-        if copy is not None and ws.is_finished(copy):
-            return True
+        """The run of ``key`` on ``remote`` ended on its own, so it is the job's result: its
+        copy says so, or one of our jobs there made for it does. The worker's shim writes
+        the end on the copy a moment after its job ended (longer when it is busy): a copy
+        judged meanwhile must count as finished, or its run would be collected as a leftover
+        and the job run again. A run that was stopped (fenced, evicted, moved) never counts,
+        whatever its job's condition says (``leftovers.run_end``). ``jobs``: our jobs there
+        made for it, read afresh (default: the informer's, and the last state kept of one
+        that was deleted)."""
+        return self.run_end(remote, key, copy, jobs) is leftovers.RunEnd.RESULT
+
+    def run_end(
+        self,
+        remote: RemoteCluster,
+        key: str,
+        copy: Obj | None,
+        jobs: list[tuple[JobKind, Obj]] | None = None,
+    ) -> leftovers.RunEnd:
+        """How the run of ``key`` on ``remote`` stands (``ended_there``)."""
         if jobs is None:
+            jobs = list(self.remote_jobs_of(remote, key))
             record = self.records.get(key)
-            if record is not None and remote.name in record.ended_remote_jobs:
-                return True
-            jobs = self.remote_jobs_of(remote, key)
-        return any(kind.outcome(job) is not None for kind, job in jobs)
+            kept = record.ended_remote_jobs.get(remote.name) if record is not None else None
+            if kept is not None:
+                jobs.append((kind_of_job(kept), kept))
+        return leftovers.run_end(run_facts(copy, jobs, self.records.was_stopped))
+
+    def counts(self, remote: RemoteCluster, key: str, job: Obj) -> bool:
+        """``job`` (of ours on ``remote``, ended) is a run that counts as the result, judged
+        with the copy there."""
+        copy = remote.workloads().get(key)
+        facts = run_facts(copy, [(kind_of_job(job), job)], self.records.was_stopped)
+        return leftovers.run_end(facts) is leftovers.RunEnd.RESULT
 
     def remote_job_name(self, obj: Obj) -> str | None:
         job = self.manager_job(obj)
@@ -198,12 +257,16 @@ class Lookups:
         """This workload's remote Job, or its last, ended state where the informer cannot
         show it (deleted by a worker's TTL controller, or not seen ended yet: see
         ``WorkloadRecord.ended_remote_jobs``)."""
+        key = ws.key_of(obj)
         found = self.remote_job(remote, obj)
         if found is not None and self.kind_of(obj).outcome(found) is not None:
-            return found
-        record = self.records.get(ws.key_of(obj))
+            # A stopped run's end (a fenced Job Failed by its deleted pods) is never copied.
+            return found if self.counts(remote, key, found) else None
+        record = self.records.get(key)
         kept = record.ended_remote_jobs.get(remote.name) if record is not None else None
-        return kept if kept is not None and made_for(kept, obj) else found
+        if kept is not None and made_for(kept, obj) and self.counts(remote, key, kept):
+            return kept
+        return found
 
     def remote_jobs_of(self, remote: RemoteCluster, key: str) -> list[tuple[JobKind, Obj]]:
         """Our jobs on the worker made for the workload ``key`` (whatever their name and

@@ -7,11 +7,16 @@ workload is done with (``Records.forget``)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 Obj = dict[str, Any]
+
+STOPPED_MEMORY = 3600.0
+"""Seconds the manager remembers a remote job it stopped (its end is never a result): far
+longer than a deleted job's pods take to go."""
 
 
 @dataclass
@@ -94,7 +99,8 @@ class WorkloadRecord:
     """By worker: the last state of its remote job there once it ended, where the informer
     cannot show it: deleted (a worker's TTL controller) before the manager copied its final
     status, or read afresh when the worker came back while the informer still shows it
-    running (its watch resumes on its own time)."""
+    running (its watch resumes on its own time). Judged when read, like a job still there: a
+    stopped run's end (fenced, evicted, moved) is never the result (``leftovers.run_end``)."""
     blocked: dict[str, tuple[str, float]] = field(default_factory=dict)
     """Workers it must not go to for now, with why and until when (monotonic): an object of
     the same name there that kfed did not create."""
@@ -117,6 +123,9 @@ class Records:
     def __init__(self) -> None:
         self._by_key: dict[str, WorkloadRecord] = {}
         self._index = PlacementIndex()
+        self._stopped: dict[str, float] = {}
+        """UIDs of remote jobs the manager deleted before they ended, with when (monotonic);
+        kept apart from the workload's record, which is forgotten as the job is deleted."""
 
     def __call__(self, key: str) -> WorkloadRecord:
         """The record of ``key``, created empty when there is none (for writes)."""
@@ -133,6 +142,21 @@ class Records:
         record = self._by_key.pop(key, None)
         if record is not None:
             record.placement = None
+
+    def stopped(self, job_uid: str, now: float | None = None) -> None:
+        """The manager is deleting the remote job ``job_uid`` before its run ended (moved,
+        drained, withdrawn, evicted): if it now ends Failed (its pods deleted), that end is
+        never the job's result. In memory only: a manager restart forgets it."""
+        now = time.monotonic() if now is None else now
+        self._stopped.pop(job_uid, None)
+        self._stopped[job_uid] = now
+        for uid, since in list(self._stopped.items()):  # oldest first
+            if now - since < STOPPED_MEMORY:
+                break
+            del self._stopped[uid]
+
+    def was_stopped(self, job_uid: str) -> bool:
+        return job_uid in self._stopped
 
     def placement(self, key: str) -> Placement | None:
         record = self._by_key.get(key)

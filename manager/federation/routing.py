@@ -5,7 +5,9 @@ in, the step to take out (``Dispatcher._reconcile`` carries it out). The rules, 
 2. its queue is not federated: nothing to do (``NONE``);
 3. a copy finished on a worker the manager could not see, and the workload was taken off
    it meanwhile (moved, requeued): that run counts, record it; it never runs again
-   (``RECORD_FINISHED``);
+   (``RECORD_FINISHED``). "Finished" always means ended on its own: a run that was stopped
+   (fenced, evicted, moved) is never the result, whatever its job's condition says
+   (``leftovers.run_end``, asked through ``Lookups.ended_there``);
 4. it finished and its run's objects are kept a while (``retention.py``): delete every
    other copy, keep those on the worker it ran on until then (``RETAIN``); it finished, gave
    its quota back or is being deleted: delete its copies (``CLEAN_UP``);

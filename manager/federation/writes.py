@@ -6,7 +6,6 @@ count them and trace them."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -222,17 +221,34 @@ class Writes:
         until = time.monotonic() + self.settings.foreign_object_recheck
         self.records(key).blocked[cluster] = (reason, until)
 
-    async def delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> None:
-        """The copy of ``key`` on ``remote`` and every Job of ours made for it."""
+    async def delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> bool:
+        """The copy of ``key`` on ``remote`` and every Job of ours made for it; True when
+        the copy was there to delete. A live workload's run that has not ended is
+        remembered as stopped: its Job may yet end Failed as its pods are deleted, and that
+        end is never the job's result (``leftovers.run_end``)."""
         namespace, name = key.split("/", 1)
-        with contextlib.suppress(errors.KubeError):
-            for kind, job in self.look.remote_jobs_of(remote, key):
+        live = obj is not None and not ws.is_finished(obj)
+        for kind, job in self.look.remote_jobs_of(remote, key):
+            meta = job["metadata"]
+            if live and kind.outcome(job) is None and meta.get("uid"):
+                self.look.records.stopped(str(meta["uid"]))
+            try:
                 # Foreground: the job stays (so this copy counts as still running) until its
                 # pods are gone, however long their termination grace.
                 await remote.api.delete(
-                    kind.resource, job["metadata"]["name"], namespace, propagation="Foreground"
+                    kind.resource, meta["name"], namespace, propagation="Foreground"
                 )
+            except errors.NotFound:
+                pass
+            except errors.KubeError as err:
+                log.info("deleting our job of %s on %s: %s", key, remote.name, err)
+        try:
             await remote.api.delete(R.WORKLOADS, name, namespace)
+        except errors.NotFound:
+            return False
+        except errors.KubeError as err:
+            log.info("deleting the copy of %s on %s: %s", key, remote.name, err)
+        return True
 
     async def delete_everywhere(self, key: str, obj: Obj | None, *, keep: str = "") -> None:
         """Every copy of ``key`` (but those on worker ``keep``: a finished run's, retained).
@@ -243,13 +259,15 @@ class Writes:
         for remote in self.look.registry.active():
             if remote.name == keep:
                 continue
-            if remote.workloads().get(key) is None and not self.look.remote_jobs_of(remote, key):
+            copy_ = remote.workloads().get(key)
+            if copy_ is None and not self.look.remote_jobs_of(remote, key):
                 continue
             if live and await self._finished_there(remote, key):
                 log.info("workload %s finished on %s unseen: its copy is kept", key, remote.name)
                 continue
-            log.info("removing the copy of %s on %s", key, remote.name)
-            await self.delete_copy(remote, key, obj)
+            if await self.delete_copy(remote, key, obj):
+                # Only a copy that was there: a worker that never had one is not named.
+                log.info("removed the copy of %s on %s", key, remote.name)
         self.manager.workloads.queue.add(key)  # its eviction may be waiting for this
 
     async def _finished_there(self, remote: RemoteCluster, key: str) -> bool:

@@ -132,7 +132,7 @@ async def test_an_ended_run_of_a_workload_already_gone_leaves_no_record_behind()
     del bed.state.workloads.cache[KEY]
     fresh: list[tuple[JobKind, Obj]] = [(BATCH_JOB, remote_job(ended=True))]
 
-    bed.collector._keep_ended(bed.worker, KEY, fresh)
+    bed.collector._keep_ended(bed.worker, KEY, unfinished_copy(), fresh)
 
     assert bed.records.get(KEY) is None, "nothing would ever forget it"
 
@@ -149,3 +149,59 @@ def test_the_informer_wins_once_it_shows_the_run_ended_too() -> None:
     final = bed.look.final_remote_job(bed.worker, bed.state.workloads.cache[KEY])
 
     assert final is later
+
+
+def fenced_failed_job() -> Obj:
+    """Its copy was fenced and its running pods deleted: with backoffLimit 0 it ended Failed."""
+    job = remote_job(ended=False)
+    job["metadata"]["annotations"] = {leftovers.FENCED_ANNOTATION: "manager lease expired"}
+    job["status"] = {"failed": 1, "conditions": [{"type": "Failed", "status": "True"}]}
+    return job
+
+
+def fenced_copy() -> Obj:
+    wl = unfinished_copy()
+    wl["metadata"]["annotations"] = {leftovers.FENCED_ANNOTATION: "manager lease expired"}
+    wl["spec"]["active"] = False
+    return wl
+
+
+class DeletedCopies:
+    """The collector's writes, recorded."""
+
+    def __init__(self) -> None:
+        self.deleted: list[tuple[str, str]] = []
+
+    async def delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> bool:
+        self.deleted.append((remote.name, key))
+        return True
+
+
+async def test_a_fenced_run_read_failed_on_return_is_collected_never_its_result() -> None:
+    """Issue 30, item 3: the fenced copy's Job ended Failed (its running pods were deleted)
+    and was kept as the run that "ended while it was unreachable"; the healthy second run was
+    then stopped and the job recorded Failed."""
+    bed = Bed()
+    writes = DeletedCopies()
+    bed.collector.write = cast(Any, writes)
+    fresh: list[tuple[JobKind, Obj]] = [(BATCH_JOB, fenced_failed_job())]
+
+    deleted = await bed.collector._judge(
+        leftovers.Moment.RETURNING, bed.worker, fenced_copy(), fresh
+    )
+
+    assert deleted and writes.deleted == [("worker-1", KEY)], "a leftover: collected"
+    assert bed.requeued == [], "nothing to record"
+    record = bed.records.get(KEY)
+    assert record is None or not record.ended_remote_jobs, "never kept as a result"
+    assert not bed.look.ended_there(bed.worker, KEY, fenced_copy(), fresh)
+
+
+def test_a_kept_end_of_a_fenced_run_is_never_copied_to_the_manager() -> None:
+    """Its Job deleted after it ended (kept from the DELETED event): still a stopped run."""
+    bed = Bed()
+    bed.records(KEY).ended_remote_jobs["worker-1"] = fenced_failed_job()
+
+    assert not bed.look.ended_there(bed.worker, KEY, None)
+    found = bed.look.final_remote_job(bed.worker, bed.state.workloads.cache[KEY])
+    assert found is None or BATCH_JOB.outcome(found) is None
