@@ -1,0 +1,50 @@
+"""One workload as the dispatcher reconciles it, read once (upstream MultiKueue's
+``readGroup``): the manager's Workload and its federation, its copies on the workers, the
+run that ended on one of them, and the facts about the worker it is placed on.
+
+``grouping.GroupReader.read`` is the one place a reconcile reads; ``decide.py`` turns the
+group into actions without reading anything, and ``applier.py`` carries them out. Reads that
+must be fresh for never-twice (the worker read again when it comes back, a same-named Job
+before a copy is created) are made where those steps run, each saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.federation import following, routing
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadGroup:
+    key: str
+    workload: Obj | None = None
+    """The manager's Workload (None: it is gone)."""
+    check: str = ""
+    """Its MultiKueue check ("" when its ClusterQueue is not federated)."""
+    workers: tuple[str, ...] = ()
+    """The workers of the check's MultiKueueConfig, in order."""
+    copies: Mapping[str, Obj] = field(default_factory=dict)
+    """Its copies, by connected worker."""
+    finished_copy: tuple[str, Obj] | None = None
+    """A copy whose run ended on its own (the job's result), with its worker."""
+    facts: routing.WorkloadFacts = field(
+        default_factory=lambda: routing.WorkloadFacts(exists=False)
+    )
+    """What ``routing.route`` needs."""
+    placed_on: following.WorkerFacts | None = None
+    """The worker its check is Ready on, and how it stands (None: not placed)."""
+    ran_on: str = ""
+    """Finished: the worker its run ended on (``retaining.ran_on``)."""
+
+    @property
+    def federated(self) -> bool:
+        return bool(self.check)
+
+    @property
+    def placed_copy(self) -> Obj | None:
+        return self.copies.get(self.placed_on.name) if self.placed_on is not None else None

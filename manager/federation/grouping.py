@@ -1,0 +1,81 @@
+"""Reads a workload's ``WorkloadGroup`` (``group.py``) from the informers and the
+dispatcher's record: the dispatcher's one read per reconcile."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manager.controllers import workloadstatus as ws
+from manager.federation import checkstatus, routing
+from manager.federation.group import WorkloadGroup
+from manager.federation.lookups import Lookups
+from manager.federation.registry import ClusterRegistry
+from manager.federation.retaining import Retaining, ran_on
+
+Obj = dict[str, Any]
+
+
+class GroupReader:
+    """Reads a ``WorkloadGroup`` from the informers (and the dispatcher's record)."""
+
+    def __init__(self, look: Lookups, registry: ClusterRegistry, retaining: Retaining) -> None:
+        self.look = look
+        self.registry = registry
+        self.retaining = retaining
+
+    def read(self, key: str) -> WorkloadGroup:
+        obj = self.look.state.workloads.get(key)
+        if obj is None:
+            return WorkloadGroup(key)
+        federation = self.look.multikueue_check(obj)
+        if federation is None:
+            return WorkloadGroup(key, obj, facts=routing.WorkloadFacts(federated=False))
+        check, workers = federation
+        copies = self.look.copies(key)
+        done = self.look.finished_copy(key, copies)
+        state = checkstatus.check_state(obj, check)[0]
+        cluster = str(ws.status_of(obj).get("clusterName") or "")
+        return WorkloadGroup(
+            key,
+            obj,
+            check,
+            tuple(workers),
+            copies,
+            done,
+            self._facts(obj, state, done, copies),
+            self.look.worker_facts(cluster, obj) if state == "Ready" else None,
+            ran_on(obj) if ws.is_finished(obj) else "",
+        )
+
+    def _facts(
+        self, obj: Obj, check_state: str, done: tuple[str, Obj] | None, copies: dict[str, Obj]
+    ) -> routing.WorkloadFacts:
+        rejection = self.look.no_adapter(obj)
+        if rejection is None and (unmanaged := self.look.not_managed_by_multikueue(obj)):
+            rejection = f"The owner is not managed by Kueue: {unmanaged}"
+        return routing.WorkloadFacts(
+            check_state=check_state,
+            holds_quota=ws.has_reservation(obj),
+            finished=ws.is_finished(obj),
+            deleting=bool(obj["metadata"].get("deletionTimestamp")),
+            evicted=ws.is_evicted(obj),
+            finished_copy=done is not None,
+            finished_copy_worker_known=done is not None
+            and self.registry.remote(done[0]) is not None,
+            rejection=rejection,
+            retention_left=self._retention_left(obj, copies),
+        )
+
+    def _retention_left(self, obj: Obj, copies: dict[str, Obj]) -> float:
+        """Seconds the finished run's objects still stay on the worker it ran on: only when
+        its copy there ran and ended (a copy that never ran is not kept)."""
+        if not ws.is_finished(obj):
+            return 0.0
+        cluster = ran_on(obj)
+        remote = self.registry.remote(cluster) if cluster else None
+        copy_ = copies.get(cluster)
+        if remote is None or copy_ is None:
+            return 0.0
+        if not self.look.ended_there(remote, ws.key_of(obj), copy_):
+            return 0.0
+        return self.retaining.left(obj)
