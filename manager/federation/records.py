@@ -8,6 +8,7 @@ workload is done with (``Records.forget``)."""
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,6 +179,9 @@ class Records:
         return len(self._by_key)
 
 
+DISPATCH_LATENCIES_KEPT = 10_000
+
+
 @dataclass
 class Stats:
     """Counts the tests and benchmarks read (the metrics have the same, labelled)."""
@@ -186,4 +190,8 @@ class Stats:
     remote_jobs_created: int = 0
     withdrawn: int = 0
     retries: int = 0
-    dispatch_latencies: list[float] = field(default_factory=list)
+    dispatch_latencies: deque[float] = field(
+        default_factory=lambda: deque(maxlen=DISPATCH_LATENCIES_KEPT)
+    )
+    """The latest dispatch latencies (seconds), for tests and benchmarks: a long-running
+    manager keeps the last ``DISPATCH_LATENCIES_KEPT`` (the metrics histogram has them all)."""

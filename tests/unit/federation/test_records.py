@@ -54,3 +54,26 @@ def test_what_is_in_flight_to_each_worker_is_kept_as_placements_change() -> None
     records("ns/c").placement = None
     assert records.in_flight("w2").waiting == 0
     assert records.in_flight("nowhere").usage == {}
+
+
+def test_a_long_running_manager_keeps_only_the_latest_dispatch_latencies() -> None:
+    """Issue "Finish the federation engine", item 7: the list grew with every dispatch."""
+    from manager.federation.records import DISPATCH_LATENCIES_KEPT, Stats
+
+    stats = Stats()
+    for n in range(DISPATCH_LATENCIES_KEPT + 500):
+        stats.dispatch_latencies.append(float(n))
+    assert len(stats.dispatch_latencies) == DISPATCH_LATENCIES_KEPT
+    assert stats.dispatch_latencies[0] == 500.0
+    assert stats.dispatch_latencies[-1] == float(DISPATCH_LATENCIES_KEPT + 499)
+
+
+def test_the_runs_the_manager_stopped_are_forgotten_after_their_memory() -> None:
+    from manager.federation.records import STOPPED_MEMORY, Records
+
+    records = Records()
+    for n in range(1000):
+        records.stopped(f"uid-{n}", now=0.0)
+    records.stopped("late", now=STOPPED_MEMORY + 1)
+    assert not records.was_stopped("uid-0") and records.was_stopped("late")
+    assert len(records._stopped) == 1
