@@ -72,3 +72,27 @@ def ready_and_admitted(obj: Obj, check: str, message: str, *, cluster_name: str)
     if admitted is not None:
         patch["status"]["conditions"] = admitted["status"]["conditions"]
     return patch
+
+
+def check_active(
+    config: str, config_found: bool, clusters: list[str], up: set[str], registered: set[str]
+) -> tuple[bool, str, str]:
+    """An AdmissionCheck's Active condition, as upstream reports it: (status, reason,
+    message) from its MultiKueueConfig ``config`` (found or not), the config's ``clusters``,
+    those connected (``up``) and those with a MultiKueueCluster (``registered``)."""
+    if not config or not config_found:
+        return False, "BadConfig", f"MultiKueueConfig {config!r} not found"
+    missing = [n for n in clusters if n not in registered]
+    down = [n for n in clusters if n not in up and n not in missing]
+    if not [n for n in clusters if n in up]:
+        active, reason = False, "NoUsableClusters"
+    elif down or missing:
+        active, reason = True, "SomeActiveClusters"
+    else:
+        active, reason = True, "Active"
+    parts = []
+    if missing:
+        parts.append(f"Missing clusters: {missing}")
+    if down:
+        parts.append(f"Inactive clusters: {down}")
+    return active, reason, ", ".join(parts) or "The admission check is active"

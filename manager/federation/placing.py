@@ -20,7 +20,7 @@ from manager.api import quantity
 from manager.controllers import conditions, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.federation import capacity, choosing, eligibility, references, workloadview
+from manager.federation import capacity, choosing, eligibility, many, references, workloadview
 from manager.federation.eligibility import WorkerEligibility
 from manager.federation.lookups import Lookups
 from manager.federation.records import Placement, Stats
@@ -328,51 +328,53 @@ class Placer:
     async def _place_many(
         self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
     ) -> float | None:
-        admitted = [
-            (_admitted_at(c), name)
-            for name, c in copies.items()
-            if ws.is_admitted(c) and not ws.is_evicted(c)
-        ]
-        if admitted:
-            # Once a winner is chosen it stays chosen: a later reconcile may see another copy
-            # admitted as early (timestamps have 1 s resolution) before it sees our own
-            # Ready; choosing again would stop the job on the first winner and start it on
-            # a second one.
-            winner = self.records(key).winner or min(admitted)[1]
-            remote = self.registry.remote(winner)
+        """Upstream's AllAtOnce and Incremental: ``many.choose_many`` decides."""
+        record = self.records(key)
+        allowed = self.allowed(obj)
+        incremental = self.settings.dispatch_mode is DispatchMode.INCREMENTAL
+        choice = many.choose_many(
+            many.ManyFacts(
+                now=time.monotonic(),
+                usable=tuple(n for n in clusters if self.ineligible(obj, n, allowed) is None),
+                has_copy=frozenset(copies),
+                admitted=tuple(
+                    (_admitted_at(c), name)
+                    for name, c in copies.items()
+                    if ws.is_admitted(c) and not ws.is_evicted(c)
+                ),
+                winner=record.winner,
+                incremental=incremental,
+                round=record.round,
+                step=self.settings.incremental_step,
+                round_timeout=self.settings.incremental_round_timeout,
+            )
+        )
+        if choice.winner is not None:
+            remote = self.registry.remote(choice.winner)
             if remote is None:
                 return 1.0
             return await self.write.won(key, obj, check, remote, copies)
-        allowed = self.allowed(obj)
-        usable = [n for n in clusters if self.ineligible(obj, n, allowed) is None]
-        if self.settings.dispatch_mode is DispatchMode.INCREMENTAL:
-            record = self.records(key)
-            step, started = record.round or (1, time.monotonic())
-            if time.monotonic() - started >= self.settings.incremental_round_timeout:
-                step, started = step + 1, time.monotonic()
-            record.round = (step, started)
-            usable = usable[: step * self.settings.incremental_step]
-        new = [n for n in usable if n not in copies]
-        if new:
+        record.round = choice.round
+        if choice.send_to:
             spans.record(
                 "manager",
                 "dispatch",
                 obj,
                 attributes={
                     "kfed.dispatch.mode": str(self.settings.dispatch_mode),
-                    "kfed.clusters": new,
+                    "kfed.clusters": list(choice.send_to),
                 },
             )
         # Each worker is a separate API server: the copies go out at once.
-        remotes = [r for r in (self.registry.remote(n) for n in new) if r is not None]
+        remotes = [r for r in (self.registry.remote(n) for n in choice.send_to) if r is not None]
         await asyncio.gather(*(self.write.create_copy(r, obj) for r in remotes))
         await self.write.set_check(
             obj,
             check,
             "Pending",
-            f"dispatched to {', '.join(usable) or 'no worker'}",
-            nominated=sorted(usable),
+            f"dispatched to {', '.join(choice.nominated) or 'no worker'}",
+            nominated=sorted(choice.nominated),
         )
-        if self.settings.dispatch_mode is DispatchMode.INCREMENTAL:
+        if incremental:
             return 1.0
         return self.look.unblocked_in(key)

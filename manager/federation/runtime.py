@@ -13,7 +13,7 @@ from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
-from manager.federation import colocation
+from manager.federation import checkstatus, colocation
 from manager.federation.dispatch import Dispatcher
 from manager.federation.registry import ClusterRegistry
 from manager.federation.settings import FederationSettings
@@ -149,33 +149,14 @@ class FederationController:
                 if not federated.is_multikueue_check(ac):
                     continue
                 config = federated.config_name(ac)
-                if not config or self.registry.mk_configs.get(config) is None:
-                    active, reason, message = (
-                        False,
-                        "BadConfig",
-                        f"MultiKueueConfig {config!r} not found",
-                    )
-                else:
-                    names = self.registry.clusters_of_config(config)
-                    up = [
-                        n
-                        for n in names
-                        if (r := self.registry.remote(n)) is not None and r.connected
-                    ]
-                    missing = [n for n in names if n not in self.registry.clusters]
-                    down = [n for n in names if n not in up and n not in missing]
-                    if not up:
-                        active, reason = False, "NoUsableClusters"
-                    elif down or missing:
-                        active, reason = True, "SomeActiveClusters"
-                    else:
-                        active, reason = True, "Active"
-                    parts = []
-                    if missing:
-                        parts.append(f"Missing clusters: {missing}")
-                    if down:
-                        parts.append(f"Inactive clusters: {down}")
-                    message = ", ".join(parts) or "The admission check is active"
+                names = self.registry.clusters_of_config(config) if config else []
+                active, reason, message = checkstatus.check_active(
+                    config,
+                    bool(config) and self.registry.mk_configs.get(config) is not None,
+                    names,
+                    up={n for n in names if (r := self.registry.remote(n)) and r.connected},
+                    registered=set(self.registry.clusters),
+                )
                 conds = list((ac.get("status") or {}).get("conditions") or [])
                 if conditions.set_condition(conds, C.ACTIVE, active, reason, message):
                     with contextlib.suppress(errors.KubeError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.federation import checkstatus
@@ -61,3 +63,36 @@ def test_no_quota_no_write() -> None:
     obj["status"]["conditions"] = []
     obj["status"].pop("admission")
     assert checkstatus.ready_and_admitted(obj, "multikueue", "on w1", cluster_name="w1") is None
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("", False, [], set(), set()), (False, "BadConfig", "MultiKueueConfig '' not found")),
+        (
+            ("workers", False, [], set(), set()),
+            (False, "BadConfig", "MultiKueueConfig 'workers' not found"),
+        ),
+        (
+            ("workers", True, ["w1", "w2"], {"w1", "w2"}, {"w1", "w2"}),
+            (True, "Active", "The admission check is active"),
+        ),
+        (
+            ("workers", True, ["w1", "w2"], {"w1"}, {"w1", "w2"}),
+            (True, "SomeActiveClusters", "Inactive clusters: ['w2']"),
+        ),
+        (
+            ("workers", True, ["w1", "w2"], {"w1"}, {"w1"}),
+            (True, "SomeActiveClusters", "Missing clusters: ['w2']"),
+        ),
+        (
+            ("workers", True, ["w1", "w2"], set(), {"w1"}),
+            (False, "NoUsableClusters", "Missing clusters: ['w2'], Inactive clusters: ['w1']"),
+        ),
+    ],
+    ids=["no config named", "config missing", "all up", "one down", "one missing", "none up"],
+)
+def test_the_admission_checks_active_condition_as_upstream_reports_it(
+    args: tuple[str, bool, list[str], set[str], set[str]], expected: tuple[bool, str, str]
+) -> None:
+    assert checkstatus.check_active(*args) == expected
