@@ -19,8 +19,8 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import queued_since
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
-from manager.federation import checkstatus, remoteobjects
-from manager.federation.lookups import Lookups, foreign_reason, made_for, ours
+from manager.federation import checkstatus, remoteobjects, samename
+from manager.federation.lookups import Lookups, foreign_reason
 from manager.federation.records import Stats
 from manager.federation.remote import RemoteCluster
 from manager.federation.settings import (
@@ -188,7 +188,10 @@ class Writes:
             return True
         except errors.AlreadyExists:
             existing = await self.read_remote(remote, R.WORKLOADS, body)
-            if existing is not None and not ours(existing, self.settings.origin):
+            if samename.judge(existing, origin=self.settings.origin, workload_name=None) is (
+                samename.SameName.FOREIGN
+            ):
+                assert existing is not None
                 self.block(ws.key_of(obj), remote.name, foreign_reason("Workload", existing))
                 return False
             return True
@@ -309,10 +312,13 @@ class Writes:
         await asyncio.gather(*(self.delete_copy(o, key, obj) for o in others if o is not None))
         job = self.look.manager_job(obj)
         kind = self.look.kind_of(obj)
-        earlier = self.look.same_named_remote_job(remote, obj)
-        if earlier is not None and not made_for(earlier, obj):
+        name = obj["metadata"]["name"]
+        earlier = self.look.same_named_remote_job(remote, obj)  # the informer: ours only
+        there = samename.judge(earlier, origin=self.settings.origin, workload_name=name)
+        if there is samename.SameName.EARLIER:
+            assert earlier is not None
             return await self.wait_for_earlier_job(obj, check, remote, earlier)
-        if job is not None and earlier is None:
+        if job is not None and there is samename.SameName.NONE:
             body = remoteobjects.remote_job(
                 job,
                 workload_name=obj["metadata"]["name"],
@@ -326,13 +332,17 @@ class Writes:
                 self.stats.remote_jobs_created += 1
                 self._created(remote, obj, what)
             except errors.AlreadyExists:
+                # Read afresh: the informer shows ours only, and may lag.
                 existing = await self.read_remote(remote, kind.resource, body)
-                if existing is None:
-                    return 0.5  # deleted meanwhile: create it on the next pass
-                if not ours(existing, self.settings.origin):
-                    return await self.refuse_worker(key, obj, check, remote, what, existing)
-                if not made_for(existing, obj):
-                    return await self.wait_for_earlier_job(obj, check, remote, existing)
+                match samename.judge(existing, origin=self.settings.origin, workload_name=name):
+                    case samename.SameName.NONE:
+                        return 0.5  # deleted meanwhile: create it on the next pass
+                    case samename.SameName.FOREIGN:
+                        assert existing is not None
+                        return await self.refuse_worker(key, obj, check, remote, what, existing)
+                    case samename.SameName.EARLIER:
+                        assert existing is not None
+                        return await self.wait_for_earlier_job(obj, check, remote, existing)
         written = await self.set_ready(obj, check, remote.name)
         if written is not None:
             self._placed(key, written, remote.name)
