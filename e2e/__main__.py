@@ -2,6 +2,7 @@
 
 python -m e2e up --name demo --workers 2 --full
 python -m e2e up --name ops --full --operators jobset,trainer,kuberay   # + batch operators
+python -m e2e up --name plain --full --no-dra       # without DRA (on by default with --full)
 python -m e2e up --name rn --workers 1 --full --real-node --image kfed:0.1.0  # + real nodes
 export PATH="$(python -m e2e bin-dir):$PATH"      # the built kubectl
 kubectl --kubeconfig "$(python -m e2e kubeconfig --name demo --cluster worker-2)" get nodes
@@ -43,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
         help="add controller-manager, scheduler and kwok fake GPU nodes",
     )
     up.add_argument("--nodes", type=Path, help="node set YAML (default: e2e/local/nodes.yaml)")
+    up.add_argument(
+        "--dra",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Dynamic Resource Allocation for the kwok nodes' GPUs (the node set's `devices:`): "
+        "DeviceClasses, a ResourceSlice per node, the resource-claim controller and the alpha "
+        "DRA feature gates; on by default with --full (local provider), --no-dra leaves it out",
+    )
     up.add_argument("--provider", choices=["local", "kind"], default="local")
     known = ",".join(operators.OPERATORS)
     up.add_argument(
@@ -114,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             if wanted and (not args.full or args.provider != "local"):
                 print("error: --operators needs --full (and the local provider)", file=sys.stderr)
                 return 2
+            if args.dra and (not args.full or args.provider != "local"):
+                print("error: --dra needs --full (and the local provider)", file=sys.stderr)
+                return 2
             if args.real_node and (not args.full or args.provider != "local"):
                 print("error: --real-node needs --full (and the local provider)", file=sys.stderr)
                 return 2
@@ -132,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                 full=args.full,
                 nodes_file=args.nodes,
                 operators=wanted,
+                dra=args.dra,
             )
             seconds = fed.up(progress=True)
             print(f"federation {args.name!r} ready in {seconds:.1f}s")

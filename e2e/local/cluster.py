@@ -1,7 +1,11 @@
 """One local Kubernetes control plane: etcd + kube-apiserver (TLS, client-certificate admin,
 RBAC on), plus, in full mode, kube-controller-manager, kube-scheduler and kwok with fake GPU
 nodes so that Jobs really get pods scheduled and completed, and their containers have a log
-(kwok's server plays the nodes' kubelet for ``kubectl logs``; see ``pod_log_file``)."""
+(kwok's server plays the nodes' kubelet for ``kubectl logs``; see ``pod_log_file``). With
+``dra`` (full mode), the nodes' fake GPUs are also published through Dynamic Resource
+Allocation: DeviceClasses and one ResourceSlice per node (``e2e/local/dra.py``), allocated
+by the real kube-scheduler, claims made by the controller-manager's resource-claim
+controller."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from typing import Any
 import yaml
 
 from e2e import binaries
-from e2e.local import pki
+from e2e.local import dra, pki
 from e2e.local.process import ManagedProcess
 
 STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
@@ -52,6 +56,32 @@ class NodeGroup:
     count: int
     labels: dict[str, str]
     capacity: dict[str, str]
+    devices: dra.Devices | None = None
+    """The GPUs each node publishes through DRA (a ResourceSlice per node), if any."""
+
+    def to_state(self) -> dict[str, Any]:
+        """The node file's shape of this group (``NodeGroup.from_state`` reads it back)."""
+        state: dict[str, Any] = {
+            "name": self.name,
+            "count": self.count,
+            "labels": dict(self.labels),
+            "capacity": dict(self.capacity),
+        }
+        if self.devices is not None:
+            state["devices"] = dra.devices_to_state(self.devices)
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> NodeGroup:
+        """A group from its node file entry (or ``to_state``'s): ValueError when malformed."""
+        name = str(state["name"])
+        return cls(
+            name=name,
+            count=int(state.get("count", 1)),
+            labels={str(k): str(v) for k, v in (state.get("labels") or {}).items()},
+            capacity={str(k): str(v) for k, v in (state.get("capacity") or {}).items()},
+            devices=dra.parse_devices(state.get("devices"), group=name),
+        )
 
 
 @dataclass(slots=True)
@@ -96,6 +126,9 @@ class LocalCluster:
     full: bool = False
     nodes: list[NodeGroup] = field(default_factory=list)
     tie_to_parent: bool = False
+    dra: bool = False
+    """Full mode with DRA: the alpha DRA gates on (``dra.FEATURE_GATES``), the
+    resource-claim controller running, DeviceClasses and ResourceSlices from ``nodes``."""
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
 
     # -- files -------------------------------------------------------------------------
@@ -240,6 +273,7 @@ class LocalCluster:
                 f"--proxy-client-key-file={d / 'front-proxy-client.key'}",
                 "--enable-aggregator-routing=true",
                 *self._kubelet_flags(),
+                *self._feature_gate_flags(),
                 "--v=0",
             ],
         )
@@ -255,6 +289,25 @@ class LocalCluster:
             f"--kubelet-certificate-authority={d / 'ca.crt'}",
         ]
 
+    def _feature_gate_flags(self) -> list[str]:
+        """The same on kube-apiserver, kube-controller-manager and kube-scheduler."""
+        return [dra.feature_gates_flag()] if self.dra else []
+
+    def _controllers(self) -> str:
+        # Only what Jobs need (and, with DRA, what makes pods' claims from their templates).
+        # No node-lifecycle controller: kwok nodes send no real heartbeats and must not be
+        # tainted or evicted.
+        controllers = [
+            "job-controller",
+            "garbage-collector-controller",
+            "namespace-controller",
+            "ttl-after-finished-controller",
+            "pod-garbage-collector-controller",
+        ]
+        if self.dra:
+            controllers.append(dra.CONTROLLER)
+        return "--controllers=" + ",".join(controllers)
+
     def start_process(
         self, role: str, argv: list[str], *, env: dict[str, str] | None = None
     ) -> ManagedProcess:
@@ -269,13 +322,11 @@ class LocalCluster:
             [
                 str(binaries.path_of("kube-controller-manager")),
                 f"--kubeconfig={kubeconfig}",
-                # Only what Jobs need. No node-lifecycle controller: kwok nodes send no real
-                # heartbeats and must not be tainted or evicted.
-                "--controllers=job-controller,garbage-collector-controller,"
-                "namespace-controller,ttl-after-finished-controller,pod-garbage-collector-controller",
+                self._controllers(),
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--concurrent-job-syncs=10",
+                *self._feature_gate_flags(),
                 "--v=0",
             ],
         )
@@ -286,6 +337,7 @@ class LocalCluster:
                 f"--kubeconfig={kubeconfig}",
                 "--leader-elect=false",
                 "--secure-port=0",
+                *self._feature_gate_flags(),
                 "--v=0",
             ],
         )
@@ -398,8 +450,24 @@ class LocalCluster:
                 )
         return manifests
 
+    def dra_manifests(self) -> list[dict[str, Any]]:
+        """With ``dra``: a DeviceClass per GPU model (and partition profile) of this cluster's
+        node groups, and a ResourceSlice per node whose group has ``devices``."""
+        if not self.dra:
+            return []
+        groups = [g for g in self.nodes if g.devices is not None]
+        classes = dra.device_classes(g.devices for g in groups if g.devices is not None)
+        slices = [
+            dra.resource_slice(f"{self.name}-{g.name}-{i}", g.devices)
+            for g in groups
+            if g.devices is not None
+            for i in range(g.count)
+        ]
+        return classes + slices
+
     def create_nodes(self) -> None:
-        manifests = self.node_manifests()
+        """The kwok nodes and, with ``dra``, their devices: one kubectl call."""
+        manifests = self.node_manifests() + self.dra_manifests()
         if manifests:
             docs = {"apiVersion": "v1", "kind": "List", "items": manifests}
             self.kubectl("apply", "-f", "-", input=json.dumps(docs))
@@ -455,9 +523,10 @@ class LocalCluster:
             "directory": str(self.directory),
             "ports": asdict(self.ports),
             "full": self.full,
+            "dra": self.dra,
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
-            "nodes": [asdict(n) for n in self.nodes],
+            "nodes": [n.to_state() for n in self.nodes],
             "processes": {
                 role: {"pid": p.pid, "argv": p.argv, "log": str(p.log_path), "env": p.env}
                 for role, p in self.processes.items()
@@ -471,7 +540,8 @@ class LocalCluster:
             directory=Path(state["directory"]),
             ports=Ports(**state["ports"]),
             full=state["full"],
-            nodes=[NodeGroup(**n) for n in state["nodes"]],
+            nodes=[NodeGroup.from_state(n) for n in state["nodes"]],
+            dra=state.get("dra", False),
         )
         for role, p in state["processes"].items():
             proc = ManagedProcess(

@@ -34,7 +34,9 @@ def worker_names(count: int) -> list[str]:
 
 
 def load_node_sets(path: Path, clusters: list[str]) -> dict[str, list[NodeGroup]]:
-    """Node groups per cluster from a YAML file (see nodes.yaml for the shape)."""
+    """Node groups per cluster from a YAML file (see nodes.yaml for the shape, and
+    e2e/local/dra.py for a group's ``devices:``); ValueError naming the file when an entry
+    is malformed."""
     raw = yaml.safe_load(path.read_text()) or {}
     by_cluster: dict[str, Any] = raw.get("clusters", {})
     result: dict[str, list[NodeGroup]] = {}
@@ -42,15 +44,10 @@ def load_node_sets(path: Path, clusters: list[str]) -> dict[str, list[NodeGroup]
         entries = by_cluster.get(cluster)
         if entries is None and cluster != MANAGER:
             entries = by_cluster.get("default", [])
-        result[cluster] = [
-            NodeGroup(
-                name=str(e["name"]),
-                count=int(e.get("count", 1)),
-                labels={str(k): str(v) for k, v in (e.get("labels") or {}).items()},
-                capacity={str(k): str(v) for k, v in (e.get("capacity") or {}).items()},
-            )
-            for e in entries or []
-        ]
+        try:
+            result[cluster] = [NodeGroup.from_state(e) for e in entries or []]
+        except ValueError as err:
+            raise ValueError(f"{path}: cluster {cluster!r}: {err}") from None
     return result
 
 
@@ -65,16 +62,23 @@ class LocalFederation:
         root: Path | None = None,
         tie_to_parent: bool = False,
         operators: Iterable[str] = (),
+        dra: bool | None = None,
     ) -> None:
         """``operators`` (any of jobset, trainer, kuberay; needs ``full``) run on every
-        worker; the manager gets their CRDs only, since kfed itself acts there."""
+        worker; the manager gets their CRDs only, since kfed itself acts there. ``dra``
+        (default: on with ``full``) turns on the DRA parts of the full bed: the alpha DRA
+        feature gates, the resource-claim controller, and DeviceClasses and ResourceSlices
+        for the node groups with ``devices:`` (e2e/local/dra.py)."""
         self.name = name
         self.directory = (root or state_root()) / name
         self.full = full
+        self.dra = full if dra is None else dra
         self.tie_to_parent = tie_to_parent
         self.operators = ops.check_names(operators)
         if self.operators and not full:
             raise ValueError("operators need the full test bed (full=True, `up --full`)")
+        if self.dra and not full:
+            raise ValueError("DRA needs the full test bed (full=True, `up --full`)")
         names = [MANAGER, *worker_names(workers)]
         node_sets = load_node_sets(nodes_file or DEFAULT_NODES_FILE, names) if full else {}
         self.clusters: dict[str, LocalCluster] = {}
@@ -87,6 +91,7 @@ class LocalFederation:
                 full=full,
                 nodes=node_sets.get(cluster_name, []),
                 tie_to_parent=tie_to_parent,
+                dra=self.dra,
             )
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -118,7 +123,14 @@ class LocalFederation:
                 for cluster in self.clusters.values():
                     cluster.wait_nodes_ready()
                     count = sum(g.count for g in cluster.nodes)
-                    say(f"{cluster.name}: controller-manager, scheduler, kwok up; {count} nodes")
+                    devices = sum(
+                        1 for m in cluster.dra_manifests() if m["kind"] == "ResourceSlice"
+                    )
+                    with_dra = f", {devices} with DRA devices" if devices else ""
+                    say(
+                        f"{cluster.name}: controller-manager, scheduler, kwok up; "
+                        f"{count} nodes{with_dra}"
+                    )
             if self.operators:
                 self._start_operators(say)
         except BaseException:
@@ -216,6 +228,7 @@ class LocalFederation:
         state = {
             "name": self.name,
             "full": self.full,
+            "dra": self.dra,
             "operators": list(self.operators),
             "clusters": {n: c.to_state() for n, c in self.clusters.items()},
         }
@@ -236,6 +249,7 @@ class LocalFederation:
         fed.name = name
         fed.directory = directory
         fed.full = state["full"]
+        fed.dra = state.get("dra", False)
         fed.operators = tuple(state.get("operators", ()))
         fed.tie_to_parent = False
         fed.clusters = {n: LocalCluster.from_state(c) for n, c in state["clusters"].items()}
