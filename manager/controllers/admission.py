@@ -112,6 +112,7 @@ class AdmissionLoop:
                         message,
                         preempted_reason=str(victim.reason),
                         preemptor=preemptor,
+                        preempting_cluster_queue=preempt.cluster_queue,
                     )
                 )
         for evict in result.evicted:
@@ -168,10 +169,10 @@ class AdmissionLoop:
             core_.set_admitted(key)
         self.state.workloads.remember_written(key, base, written)
         waited = time.time() - queued_since(written)
-        self.state.metrics.quota_reserved(admit.cluster_queue, waited=waited)
+        self.state.metrics.quota_reserved(admit.cluster_queue, waited=waited, workload=written)
         told.quota_reserved(self.state.events, written, admit.cluster_queue, waited)
         if not checks:
-            self.state.metrics.admitted(admit.cluster_queue, waited=waited)
+            self.state.metrics.admitted(admit.cluster_queue, waited=waited, workload=written)
             told.admitted(self.state.events, written, admit.cluster_queue, 0.0)
         self._trace_admission(written, admit)
         for hook in self.on_admit:
@@ -197,13 +198,16 @@ class AdmissionLoop:
         *,
         preempted_reason: str | None = None,
         preemptor: dict[str, Any] | None = None,
+        preempting_cluster_queue: str = "",
     ) -> None:
         try:
             written = await self._write(
                 key, lambda o: ws.evict(o, reason, message, preempted_reason=preempted_reason)
             )
             if written is not None:
-                self.state.metrics.evicted(ws.cluster_queue_of(written), reason)
+                self.state.metrics.evicted(ws.cluster_queue_of(written), reason, workload=written)
+                if preempted_reason is not None:
+                    self.state.metrics.preempted(preempting_cluster_queue, preempted_reason)
                 if preempted_reason is None:
                     told.evicted(self.state.events, written, reason, message)
                 else:

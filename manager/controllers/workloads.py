@@ -152,7 +152,7 @@ class WorkloadController:
             held = core_.admission(wkey)
             if core_.finish(wkey):
                 if held is not None and ws.is_finished(obj):
-                    state.metrics.finished(held.cluster_queue)
+                    state.metrics.finished(held.cluster_queue, workload=obj)
                 state.kick()
             return None
         try:
@@ -203,7 +203,12 @@ class WorkloadController:
                 why = _deactivation_message(obj)
                 written = await self._write(obj, lambda o: ws.evict(o, C.REASON_DEACTIVATED, why))
                 if written is not None:
-                    state.metrics.evicted(admission.cluster_queue, C.REASON_DEACTIVATED)
+                    state.metrics.evicted(
+                        admission.cluster_queue,
+                        C.REASON_DEACTIVATED,
+                        workload=written,
+                        underlying_cause=_underlying_cause(obj),
+                    )
                     told.evicted(state.events, written, _deactivated_reason(obj), why)
                     # Deactivated: by a user, a rejected check, or (on a worker) fencing.
                     spans.record(
@@ -275,7 +280,9 @@ class WorkloadController:
                 obj, lambda o: ws.evict(o, C.REASON_EVICTED_BY_ADMISSION_CHECK, reason)
             )
             if evicted is not None:
-                state.metrics.evicted(admission.cluster_queue, C.REASON_EVICTED_BY_ADMISSION_CHECK)
+                state.metrics.evicted(
+                    admission.cluster_queue, C.REASON_EVICTED_BY_ADMISSION_CHECK, workload=evicted
+                )
                 told.evicted(state.events, evicted, C.REASON_EVICTED_BY_ADMISSION_CHECK, reason)
                 spans.record(
                     self.settings.role,
@@ -300,9 +307,14 @@ class WorkloadController:
             core_.set_admitted(wkey)
         elif (admitted := await self._write(obj, ws.admit)) is not None:
             core_.set_admitted(wkey)
-            state.metrics.admitted(admission.cluster_queue, waited=time.time() - queued_since(obj))
             reserved = ws.reservation_time(obj)
             since = time.time() - reserved if reserved else 0.0
+            state.metrics.admitted(
+                admission.cluster_queue,
+                waited=time.time() - queued_since(obj),
+                workload=admitted,
+                checks_waited=since,
+            )
             told.admitted(state.events, admitted, admission.cluster_queue, since)
         return None
 
@@ -334,6 +346,14 @@ def _deactivated_reason(obj: dict[str, Any]) -> str:
     if any(c.get("state") == "Rejected" for c in ws.status_of(obj).get("admissionChecks") or []):
         return f"{C.REASON_DEACTIVATED}DueTo{C.REASON_EVICTED_BY_ADMISSION_CHECK}"
     return C.REASON_DEACTIVATED
+
+
+def _underlying_cause(obj: dict[str, Any]) -> str:
+    """Upstream's ``underlying_cause`` of a deactivation's eviction: ``AdmissionCheck`` when a
+    rejected check deactivated it, else "" (the reason is the cause)."""
+    if _deactivated_reason(obj) != C.REASON_DEACTIVATED:
+        return C.REASON_EVICTED_BY_ADMISSION_CHECK
+    return ""
 
 
 def _evicted_reason(obj: dict[str, Any]) -> str:

@@ -56,6 +56,8 @@ class Retry:
 
     reason: str
     message: str
+    evicted_reason: str = ""
+    """A copy evicted on its worker: the Evicted condition's reason there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,8 +83,8 @@ class Applier:
                 return await self.write.won(key, obj, check, remote, dict(group.copies))
             case do.ResetJob():
                 await self.jobs.reset(obj)
-            case do.Retry(reason=reason, message=message):
-                await self.write.retry(obj, check, message, reason=reason)
+            case do.Retry(reason=reason, message=message, evicted_reason=evicted_reason):
+                await self.write.retry(obj, check, message, reason=reason, evicted=evicted_reason)
             case do.SyncStatus(cluster=cluster):
                 await self.jobs.sync(cluster, obj)
             case do.Place():

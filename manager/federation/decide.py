@@ -57,7 +57,7 @@ def _follow(group: WorkloadGroup) -> list[Action]:
     action = following.decide(worker, group.placed_copy)
     match action.do:
         case following.Do.RETRY:
-            return [Retry(action.reason, action.message)]
+            return [Retry(action.reason, action.message, action.evicted_reason)]
         case following.Do.WAIT:
             return [LookAgain(action.after)] if action.after is not None else []
         case following.Do.SYNC:

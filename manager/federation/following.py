@@ -68,6 +68,8 @@ class FollowAction:
     """For RETRY: the check's message."""
     after: float | None = None
     """For WAIT: seconds before looking again."""
+    evicted_reason: str = ""
+    """For RETRY of a copy evicted on its worker: its Evicted condition's reason there."""
 
 
 def _wait(seconds: float) -> FollowAction:
@@ -98,5 +100,10 @@ def decide(worker: WorkerFacts, copy_: Obj | None) -> FollowAction:
     if ws.is_evicted(copy_) or not ws.has_reservation(copy_) or not ws.is_active(copy_):
         evicted = conditions.find(ws.status_of(copy_).get("conditions"), C.EVICTED) or {}
         why = evicted.get("message") or "lost its quota there"
-        return _retry("evicted", f"evicted on worker {name}: {why}")
+        return FollowAction(
+            Do.RETRY,
+            reason="evicted",
+            message=f"evicted on worker {name}: {why}",
+            evicted_reason=str(evicted.get("reason") or ""),
+        )
     return FollowAction(Do.SYNC)

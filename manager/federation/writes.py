@@ -77,7 +77,10 @@ class Writes:
             told.got_reservation(self.state.events, written, cluster)
         if written is not None and ws.is_admitted(written) and not ws.is_admitted(obj):
             self.state.metrics.admitted(
-                ws.cluster_queue_of(written), waited=time.time() - queued_since(written)
+                ws.cluster_queue_of(written),
+                waited=time.time() - queued_since(written),
+                workload=written,
+                checks_waited=time.time() - (ws.reservation_time(written) or time.time()),
             )
             told.admitted(
                 self.state.events,
@@ -98,7 +101,9 @@ class Writes:
             self.state.workloads.remember_written(ws.key_of(written), obj, written)
         return written
 
-    async def retry(self, obj: Obj, check: str, message: str, *, reason: str) -> None:
+    async def retry(
+        self, obj: Obj, check: str, message: str, *, reason: str, evicted: str = ""
+    ) -> None:
         """Give the workload back to the manager's queue, to be placed again (a failover
         when its worker was lost, a move when it drains, a requeue when evicted there).
         ``reason``: lost | drain | evicted | vanished | unregistered."""
@@ -110,7 +115,7 @@ class Writes:
         self.state.metrics.failover(cluster, FAILOVER_METRIC_REASON.get(reason, "lost"))
         told.failover(self.state.events, obj, cluster, reason, message)
         if reason == "evicted":  # by the worker itself (upstream counts only these)
-            self.state.metrics.evicted_remotely(ws.cluster_queue_of(obj), cluster)
+            self.state.metrics.evicted_remotely(ws.cluster_queue_of(obj), cluster, evicted)
         spans.record(
             "manager",
             "failover",

@@ -24,7 +24,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import incluster_config
 from yarl import URL
 
-from manager.kube import errors
+from manager.kube import errors, instrument
 from manager.kube.backoff import retrying
 from manager.kube.resources import Resource
 
@@ -78,6 +78,9 @@ class KubeApi:
         self.client = client
         self.name = name
         self.request_timeout = request_timeout
+        self._host = _host_of(getattr(getattr(client, "configuration", None), "host", None))
+        """``rest_client_requests_total``'s ``host``: host[:port] of the API server, as
+        client-go labels it (the URL's Host)."""
         resolve_proxy_once(client)
 
     @classmethod
@@ -149,6 +152,8 @@ class KubeApi:
         timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> aiohttp.ClientResponse:
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        sink = instrument.sink()
+        code = "<error>"
         try:
             response: aiohttp.ClientResponse = await self.client.call_api(
                 path,
@@ -160,12 +165,17 @@ class KubeApi:
                 _preload_content=False,
                 _request_timeout=timeout if timeout is not None else self.request_timeout,
             )
+            code = str(response.status)
         except ApiException as err:  # raised by the client only for preloaded content
+            code = str(err.status or "<error>")
             raise errors.from_status(err.status or 0, err.body) from err
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
             raise errors.Unreachable(
                 f"{self.name or 'cluster'}: {type(err).__name__}: {err}"
             ) from err
+        finally:
+            if sink is not None:
+                sink.rest_request(self._host, method.upper(), code)
         if response.status >= 400:
             data = await response.read()
             response.release()
@@ -333,6 +343,14 @@ class KubeApi:
                 yield event
         finally:
             response.release()
+
+
+def _host_of(url: str | None) -> str:
+    if not url:
+        return ""
+    parsed = URL(url)
+    host = parsed.host or ""
+    return f"{host}:{parsed.explicit_port}" if parsed.explicit_port else host
 
 
 def _query_value(value: Any) -> str:

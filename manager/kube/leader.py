@@ -51,12 +51,30 @@ class LeaderElector:
         self.api = api
         self.config = config
         self.observer = lease.LeaseObserver()
-        self.is_leader = False
+        self._is_leader = False
+        self.on_leading_changed: list[Callable[[bool], None]] = []
+        """Called with the new value whenever ``is_leader`` changes (the metrics' replica
+        role and ``leader_election_master_status``)."""
         self.known = asyncio.Event()
         """Set while we know who leads (us or someone else): /readyz waits for it. Cleared
         when leadership is lost, until the Lease is read again."""
         self.terms = 0
         """Terms this replica began leading, in this process."""
+
+    @property
+    def is_leader(self) -> bool:
+        return self._is_leader
+
+    @is_leader.setter
+    def is_leader(self, leading: bool) -> None:
+        changed = leading != self._is_leader
+        self._is_leader = leading
+        if changed:
+            for hook in self.on_leading_changed:
+                try:
+                    hook(leading)
+                except Exception:  # a metrics hook must never break the election
+                    log.exception("%s: leadership hook %r failed", self.config.identity, hook)
 
     @property
     def leader(self) -> str | None:

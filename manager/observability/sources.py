@@ -22,7 +22,9 @@ from manager.observability.history import History, Sample, counter_totals
 from manager.observability.state import (
     Snapshot,
     cluster_rows,
+    cohort_quotas,
     gpus_reserved,
+    local_queue_samples,
     multikueue_cluster_samples,
     queue_rows,
     workload_rows,
@@ -30,6 +32,18 @@ from manager.observability.state import (
 from manager.observability.workloadpage import WorkloadDetails
 from manager.telemetry import tracing
 from manager.telemetry.metrics import Metrics
+
+
+def set_queue_metrics(metrics: Metrics, state: ClusterState | None) -> None:
+    """The ClusterQueue, LocalQueue and cohort gauges from one cluster's views (None: none)."""
+    if state is None:
+        metrics.set_cluster_queues(())
+        return
+    metrics.set_cluster_queues(
+        (r.sample() for r in queue_rows(state)),
+        local_queues=local_queue_samples(state),
+        cohort_quotas=cohort_quotas(state),
+    )
 
 
 def queue_levels(state: ClusterState) -> tuple[dict[str, int], dict[str, int]]:
@@ -95,6 +109,15 @@ class ManagerSource:
         self.history = History()
         self.trace_url = trace_url
         """A trace UI's URL for one trace, ``{trace_id}`` standing for its id ("": none)."""
+        if elector is not None:
+            # Upstream's replica_role (follower until elected) from the first event on, and
+            # at once on every change, not only at the next scrape.
+            self._leading_changed(elector.is_leader)
+            elector.on_leading_changed.append(self._leading_changed)
+
+    def _leading_changed(self, leading: bool) -> None:
+        election = self.elector.config.name if self.elector is not None else None
+        self.metrics.set_leader(self.identity, leading, election=election)
 
     @property
     def is_leader(self) -> bool:
@@ -128,18 +151,21 @@ class ManagerSource:
         return True, "leading: informers synced"
 
     def refresh_metrics(self) -> None:
-        self.metrics.set_leader(self.identity, self.is_leader)
+        if self.elector is not None:
+            self._leading_changed(self.is_leader)
+        else:
+            self.metrics.leader.labels(self.identity).set(1 if self.is_leader else 0)
         federation = self.federation
         if federation is None or not self.is_leader:
             # A standby shows no queues, also once it led: no state of a lost term is left
             # behind (summed over replicas, it would count twice).
-            self.metrics.set_cluster_queues(())
+            set_queue_metrics(self.metrics, None)
             self.metrics.set_clusters(())
             self.metrics.set_multikueue_clusters(())
             return
         if not federation.manager.synced.is_set():
             return
-        self.metrics.set_cluster_queues(r.sample() for r in queue_rows(federation.manager.state))
+        set_queue_metrics(self.metrics, federation.manager.state)
         self.metrics.set_clusters(r.sample() for r in cluster_rows(federation))
         self.metrics.set_multikueue_clusters(multikueue_cluster_samples(federation))
 
@@ -229,7 +255,7 @@ class ShimSource:
 
     def refresh_metrics(self) -> None:
         if self.controller.synced.is_set():
-            self.metrics.set_cluster_queues(r.sample() for r in queue_rows(self.controller.state))
+            set_queue_metrics(self.metrics, self.controller.state)
 
     def snapshot(self) -> Snapshot:
         ready, why = self.readiness()

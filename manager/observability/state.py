@@ -14,6 +14,7 @@ why it runs where it runs (the dispatch decision recorded in ``kfed.io/placement
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -39,6 +40,8 @@ from manager.federation.workloadview import (
 )
 from manager.telemetry.metrics import (
     ClusterQueueSample,
+    LocalQueueSample,
+    LocalQueueUsageSample,
     QueueStatus,
     QuotaSample,
     WorkerClusterSample,
@@ -84,6 +87,7 @@ class Quota:
     usage: int
     """Held by admitted workloads only (``flavorsUsage``)."""
     borrowing_limit: int | None = None
+    lending_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,12 @@ class QueueRow:
     reserving: int
     admitted: int
     quotas: tuple[Quota, ...] = ()
+    finished: int = 0
+    """Finished Workload objects of the queue that still exist (for the metrics)."""
+    weighted_share: float | None = None
+    """With fair sharing on, the core's weighted share of the queue (for the metrics)."""
+    cohorts: tuple[str, ...] = ()
+    """Its cohort and that cohort's ancestors, nearest first (for the metrics)."""
 
     def sample(self) -> ClusterQueueSample:
         return ClusterQueueSample(
@@ -116,9 +126,16 @@ class QueueRow:
                     borrowing_limit=None
                     if q.borrowing_limit is None
                     else natural(q.resource, q.borrowing_limit),
+                    reserved=natural(q.resource, q.reserved),
+                    lending_limit=None
+                    if q.lending_limit is None
+                    else natural(q.resource, q.lending_limit),
                 )
                 for q in self.quotas
             ),
+            finished=self.finished,
+            weighted_share=self.weighted_share,
+            cohorts=self.cohorts,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -192,6 +209,7 @@ def queue_row(
             for r in flavor.get("resources") or []:
                 name, key = str(r["name"]), (str(flavor["name"]), str(r["name"]))
                 limit = r.get("borrowingLimit")
+                lending = r.get("lendingLimit")
                 quotas.append(
                     Quota(
                         flavor=key[0],
@@ -200,6 +218,7 @@ def queue_row(
                         reserved=reserved.get(key, 0),
                         usage=used.get(key, 0),
                         borrowing_limit=None if limit is None else _units(name, limit),
+                        lending_limit=None if lending is None else _units(name, lending),
                     )
                 )
     return QueueRow(
@@ -217,17 +236,126 @@ def queue_row(
 
 def queue_rows(state: ClusterState) -> list[QueueRow]:
     rows = []
+    finished, _ = finished_counts(state)
+    parents = cohort_parents(state)
+    fair = state.core.fair_sharing is not None
     for obj in state.cluster_queues.items():
         name = core.ClusterQueueName(str(obj["metadata"]["name"]))
+        view = state.core.cluster_queue_status(name)
+        row = queue_row(
+            obj,
+            view,
+            pending=state.core.pending_counts(name),
+            invalid=state.invalid.get(f"ClusterQueue/{name}"),
+        )
         rows.append(
-            queue_row(
-                obj,
-                state.core.cluster_queue_status(name),
-                pending=state.core.pending_counts(name),
-                invalid=state.invalid.get(f"ClusterQueue/{name}"),
+            dataclasses.replace(
+                row,
+                finished=finished.get(name, 0),
+                weighted_share=view.weighted_share if fair and view is not None else None,
+                cohorts=cohort_path(row.cohort, parents),
             )
         )
     return sorted(rows, key=lambda r: r.name)
+
+
+def finished_counts(state: ClusterState) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """Finished Workload objects that still exist, per ClusterQueue (the one that held their
+    quota) and per (LocalQueue, namespace): upstream's ``kueue_finished_workloads`` and
+    ``kueue_local_queue_finished_workloads``."""
+    by_cq: dict[str, int] = {}
+    by_lq: dict[tuple[str, str], int] = {}
+    for obj in state.workloads.items():
+        if not ws.is_finished(obj):
+            continue
+        if cq := ws.cluster_queue_of(obj):
+            by_cq[cq] = by_cq.get(cq, 0) + 1
+        queue = (obj.get("spec") or {}).get("queueName")
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        if queue and namespace:
+            key = (str(queue), str(namespace))
+            by_lq[key] = by_lq.get(key, 0) + 1
+    return by_cq, by_lq
+
+
+def cohort_parents(state: ClusterState) -> dict[str, str]:
+    """Cohort -> its parent cohort (``spec.parentName``), for the cohorts that name one."""
+    parents = {}
+    for obj in state.cohorts.items():
+        parent = (obj.get("spec") or {}).get("parentName")
+        if parent:
+            parents[str(obj["metadata"]["name"])] = str(parent)
+    return parents
+
+
+def cohort_path(cohort: str, parents: Mapping[str, str]) -> tuple[str, ...]:
+    """A cohort and its ancestors, nearest first (a cycle, which the core reports as
+    invalid, is cut where it closes)."""
+    path: list[str] = []
+    node = cohort
+    while node and node not in path:
+        path.append(node)
+        node = parents.get(node, "")
+    return tuple(path)
+
+
+def cohort_quotas(state: ClusterState) -> dict[str, dict[tuple[str, str], float]]:
+    """The nominal quotas a Cohort object holds itself (its ``resourceGroups``), per
+    (flavor, resource), natural units, added to every ancestor's subtree as well."""
+    parents = cohort_parents(state)
+    result: dict[str, dict[tuple[str, str], float]] = {}
+    for obj in state.cohorts.items():
+        own: dict[tuple[str, str], float] = {}
+        for group in (obj.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for r in flavor.get("resources") or []:
+                    name = str(r["name"])
+                    units = _units(name, r.get("nominalQuota", 0))
+                    own[(str(flavor["name"]), name)] = natural(name, units)
+        for cohort in cohort_path(str(obj["metadata"]["name"]), parents):
+            into = result.setdefault(cohort, {})
+            for key, value in own.items():
+                into[key] = into.get(key, 0.0) + value
+    return result
+
+
+def local_queue_samples(state: ClusterState) -> list[LocalQueueSample]:
+    """Every LocalQueue as upstream's ``kueue_local_queue_*`` gauges report it. Its pending
+    workloads count as inadmissible while it cannot admit (stopped, its ClusterQueue missing
+    or inactive), else as active."""
+    _, finished = finished_counts(state)
+    samples = []
+    for obj in state.local_queues.items():
+        meta = obj.get("metadata") or {}
+        name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+        view = state.core.local_queue_status(core.local_queue_key(namespace, name))
+        if view is None:
+            samples.append(LocalQueueSample(namespace, name, "Unknown", 0, 0, 0, 0))
+            continue
+        reserved = _totals(view.flavors_reservation)
+        used = _totals(view.flavors_usage)
+        samples.append(
+            LocalQueueSample(
+                namespace=namespace,
+                name=name,
+                active="True" if view.active else "False",
+                pending_active=view.pending if view.active else 0,
+                pending_inadmissible=0 if view.active else view.pending,
+                reserving=view.reserving,
+                admitted=view.admitted,
+                finished=finished.get((name, namespace), 0),
+                usage=tuple(
+                    LocalQueueUsageSample(
+                        flavor,
+                        resource,
+                        reserved=natural(resource, reserved.get((flavor, resource), 0)),
+                        usage=natural(resource, used.get((flavor, resource), 0)),
+                    )
+                    for flavor, resource in sorted(set(reserved) | set(used))
+                ),
+            )
+        )
+    return sorted(samples, key=lambda s: (s.namespace, s.name))
 
 
 # -- workloads ------------------------------------------------------------------------------

@@ -65,7 +65,12 @@ async def scrape(http: aiohttp.ClientSession, server: ObservabilityServer) -> Sa
 
 
 def value(samples: Samples, name: str, **labels: str) -> float | None:
-    return samples.get((name, frozenset(labels.items())))
+    """The sum of the series of ``name`` whose labels include ``labels`` (as PromQL's
+    ``sum(name{labels})``: labels a query does not name, such as ``replica_role``, do not
+    matter); None when there is none."""
+    wanted = set(labels.items())
+    found = [v for (n, have), v in samples.items() if n == name and wanted <= have]
+    return sum(found) if found else None
 
 
 async def submit(bed: Bed, manifest: str, *, name: str | None = None, **kw: Any) -> None:
@@ -128,7 +133,7 @@ async def test_readiness_and_metrics_of_a_dispatched_workload(
         assert value(samples, "kfed_leader", identity=IDENTITY) == 1
         for worker in ("worker-1", "worker-2", "worker-3"):
             assert value(samples, "kfed_cluster_active", cluster=worker) == 1
-            assert value(samples, "kfed_cluster_maintenance", cluster=worker) == 0
+            assert value(samples, "kfed_cluster_maintenance", cluster=worker, state="none") == 1
             # Upstream Kueue v0.20's name and labels: one series per status, 1 for the current.
             for active, expected in (("True", 1), ("False", 0), ("Unknown", 0)):
                 assert (
@@ -177,7 +182,9 @@ async def test_readiness_and_metrics_of_a_dispatched_workload(
 
             samples = await wait_for(drained, timeout=60, what="the drain counted as a failover")
             assert samples is not None
-            assert value(samples, "kfed_cluster_maintenance", cluster="worker-1") == 2
+            on_1 = {"cluster": "worker-1"}
+            assert value(samples, "kfed_cluster_maintenance", state="drain", **on_1) == 1
+            assert value(samples, "kfed_cluster_maintenance", state="none", **on_1) == 0
         finally:
             await set_maintenance(bed, "worker-1", None)
 

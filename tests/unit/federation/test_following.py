@@ -117,6 +117,7 @@ ROWS: list[tuple[str, WorkerFacts, dict[str, Any] | None, FollowAction]] = [
             "evicted",
             f"evicted on worker {W}: Preempted to accommodate a workload (UID: x) due to "
             "prioritization",
+            evicted_reason="r",
         ),
     ),
     (
