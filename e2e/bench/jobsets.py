@@ -33,7 +33,7 @@ from e2e.local.federation import MANAGER
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers.jobkinds.jobset import JOBSET
-from manager.federation import checkstatus
+from manager.federation.decisions import checkstatus
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj

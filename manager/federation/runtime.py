@@ -13,10 +13,10 @@ from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
-from manager.federation import checkstatus, colocation
-from manager.federation.dispatch import Dispatcher
-from manager.federation.registry import ClusterRegistry
+from manager.federation.decisions import checkstatus, colocation
+from manager.federation.engine.dispatch import Dispatcher
 from manager.federation.settings import FederationSettings
+from manager.federation.workers.registry import ClusterRegistry
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from manager.api import constants as C
 from manager.api.knobs import knob
-from manager.federation.retention import parse_duration
+from manager.federation.decisions.retention import parse_duration
 
 
 class DispatchMode(StrEnum):

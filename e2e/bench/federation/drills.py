@@ -36,7 +36,7 @@ from e2e.local.federation import MANAGER
 from e2e.local.process import ManagedProcess
 from e2e.waiting import WaitTimeout, wait_for
 from manager.controllers import workloadstatus as ws
-from manager.federation import checkstatus
+from manager.federation.decisions import checkstatus
 from manager.federation.settings import FederationSettings
 from manager.kube import errors
 from manager.kube import resources as R

@@ -64,13 +64,16 @@ class Sampler:
 
 
 def frame_name(frame: str) -> str:
-    """``function (path/to/module.py:12)`` -> ``module.py:function`` (last two path parts for
-    kfed's own files, so that ``federation/dispatch.py`` reads as such)."""
+    """``function (path/to/module.py:12)`` -> ``module.py:function``: kfed's own files from
+    below ``manager/`` (``federation/engine/dispatch.py``), others by their last two parts."""
     match = _FRAME.match(frame.strip())
     if match is None:
         return frame.strip()
     parts = Path(match["file"]).parts
-    where = "/".join(parts[-2:]) if len(parts) >= 2 else match["file"]
+    if "manager" in parts:
+        where = "/".join(parts[len(parts) - parts[::-1].index("manager") :])
+    else:
+        where = "/".join(parts[-2:]) if len(parts) >= 2 else match["file"]
     return f"{where}:{match['function']}"
 
 

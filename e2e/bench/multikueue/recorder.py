@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from manager.controllers import workloadstatus as ws
-from manager.federation import checkstatus
+from manager.federation.decisions import checkstatus
 
 Obj = dict[str, Any]
 

@@ -20,9 +20,9 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.registration import active_condition, multikueue_cluster
 from manager.controllers.settings import ControllerSettings
-from manager.federation import kubeconfig
 from manager.federation.runtime import FederationController
 from manager.federation.settings import FederationSettings
+from manager.federation.workers import kubeconfig
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.observability.state import cluster_rows

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from e2e.local.federation import LocalFederation
-from manager.federation.lookups import foreign_reason
+from manager.federation.engine.lookups import foreign_reason
 from manager.kube import resources as R
 from tests.integration.cli import objects
 from tests.integration.cli.conftest import Cleanup, Kfed, Kube, namespace

@@ -25,7 +25,8 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.main import main
 from manager.controllers.state import ClusterState
-from manager.federation import certs, visibility
+from manager.federation import visibility
+from manager.federation.webhooks import certs
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

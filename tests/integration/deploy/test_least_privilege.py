@@ -42,7 +42,7 @@ from e2e.local.process import ManagedProcess
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.main import main as kfed
-from manager.federation import webhookconfig
+from manager.federation.webhooks import webhookconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj

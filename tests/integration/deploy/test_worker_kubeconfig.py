@@ -17,7 +17,7 @@ import yaml
 
 from e2e.local.cluster import LocalCluster
 from e2e.local.federation import LocalFederation
-from manager.federation import kubeconfig
+from manager.federation.workers import kubeconfig
 from manager.kube.api import KubeApi
 from tests.integration.deploy.manifests import DEPLOY, kubectl
 

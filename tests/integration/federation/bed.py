@@ -20,9 +20,9 @@ from manager.api import constants as C
 from manager.cli.registration import multikueue_cluster
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
-from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
 from manager.federation.settings import DispatchMode, FailoverPolicy, FederationSettings
+from manager.federation.webhooks.admission_webhook import ManagerWebhook
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

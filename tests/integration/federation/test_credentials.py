@@ -23,7 +23,7 @@ from manager.cli.main import main
 from manager.cli.registration import multikueue_cluster
 from manager.cli.rotation import request_token
 from manager.controllers import conditions
-from manager.federation import credentials
+from manager.federation.workers import credentials
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.observability.state import cluster_rows

@@ -27,7 +27,7 @@ import pytest
 from e2e.waiting import wait_for
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
-from manager.federation.leftovers import FENCED_ANNOTATION
+from manager.federation.decisions.leftovers import FENCED_ANNOTATION
 from manager.federation.settings import RAN_ON_ANNOTATION
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj

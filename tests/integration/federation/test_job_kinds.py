@@ -24,7 +24,7 @@ from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
 from manager.controllers.jobkinds.trainjob import CLUSTER_TRAINING_RUNTIMES, TRAINJOB
-from manager.federation import checkstatus
+from manager.federation.decisions import checkstatus
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from e2e.waiting import wait_for
-from manager.federation import webhookconfig
+from manager.federation.webhooks import webhookconfig
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.informer import Event, Informer

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from e2e.waiting import wait_for
-from manager.federation import references, workloadview
+from manager.federation.decisions import references
+from manager.federation.engine import workloadview
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.federation import article

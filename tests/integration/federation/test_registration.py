@@ -22,9 +22,9 @@ from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import conditions
-from manager.federation.registry import ClusterRegistry
-from manager.federation.remote import REASON_SAME_CLUSTER
 from manager.federation.settings import FederationSettings
+from manager.federation.workers.registry import ClusterRegistry
+from manager.federation.workers.remote import REASON_SAME_CLUSTER
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.events import EventRecorder

@@ -19,8 +19,8 @@ import pytest
 
 from e2e.waiting import wait_for
 from manager.controllers import workloadstatus as ws
-from manager.federation import retention
-from manager.federation.retaining import INVALID_REASON
+from manager.federation.decisions import retention
+from manager.federation.engine.retaining import INVALID_REASON
 from manager.federation.settings import RETENTION_ANNOTATION
 from manager.kube import errors
 from manager.kube import resources as R

@@ -23,8 +23,8 @@ from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers.state import ClusterState
-from manager.federation import certs, webhookconfig
-from manager.federation.webhook import ClusterStateQueues, WebhookServer
+from manager.federation.webhooks import certs, webhookconfig
+from manager.federation.webhooks.webhook import ClusterStateQueues, WebhookServer
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

@@ -25,8 +25,8 @@ import pytest
 
 from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
-from manager.federation import certs, webhookconfig
-from manager.federation.admission_webhook import (
+from manager.federation.webhooks import certs, webhookconfig
+from manager.federation.webhooks.admission_webhook import (
     SHARED_VALIDITY,
     ManagerWebhook,
     serving_hosts,

@@ -14,7 +14,7 @@ import pytest
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.federation import checkstatus
+from manager.federation.decisions import checkstatus
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.controllers.helpers import condition

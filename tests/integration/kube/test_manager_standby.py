@@ -29,8 +29,8 @@ from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from e2e.waiting import WaitTimeout, wait_for
 from manager.controllers import workloadstatus as ws
-from manager.federation import webhookconfig
 from manager.federation.settings import SHIM_HEARTBEAT_LEASE
+from manager.federation.webhooks import webhookconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

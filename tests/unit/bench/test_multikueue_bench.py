@@ -140,14 +140,15 @@ def test_a_py_spy_profile_is_summed_per_function() -> None:
     from e2e.bench.multikueue.profile import Profile, frame_name
 
     assert (
-        frame_name("_reconcile (/work/main/manager/federation/dispatch.py:187)")
-        == "federation/dispatch.py:_reconcile"
+        frame_name("_reconcile (/work/main/manager/federation/engine/dispatch.py:187)")
+        == "federation/engine/dispatch.py:_reconcile"
     )
     raw = "\n".join(
         [
-            "run (asyncio/runners.py:118);_reconcile (manager/federation/dispatch.py:187);"
+            "run (asyncio/runners.py:118);_reconcile (manager/federation/engine/dispatch.py:187);"
             "loads (json/__init__.py:346) 30",
-            "run (asyncio/runners.py:118);_reconcile (manager/federation/dispatch.py:187) 10",
+            "run (asyncio/runners.py:118);"
+            "_reconcile (manager/federation/engine/dispatch.py:187) 10",
             "run (asyncio/runners.py:118);select (selectors.py:468) 60",
             "garbage line",
         ]
@@ -155,8 +156,8 @@ def test_a_py_spy_profile_is_summed_per_function() -> None:
     profile = Profile.parse(raw)
     assert profile.samples == 100
     assert dict(profile.top(3, inclusive=False))["json/__init__.py:loads"] == 0.3
-    assert dict(profile.top(5))["federation/dispatch.py:_reconcile"] == 0.4
-    assert "federation/dispatch.py:_reconcile" in profile.render()
+    assert dict(profile.top(5))["federation/engine/dispatch.py:_reconcile"] == 0.4
+    assert "federation/engine/dispatch.py:_reconcile" in profile.render()
 
 
 def test_ten_workers_or_more_keep_e2e_locals_order() -> None:

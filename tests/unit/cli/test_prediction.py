@@ -7,7 +7,7 @@ from typing import Any
 
 from manager.cli.manageradmission import Decision, Outcome, decide, workload_of
 from manager.cli.snapshot import from_objects
-from manager.federation import capacity
+from manager.federation.decisions import capacity
 from tests.unit.cli.builders import cluster_queue, flavor
 
 Obj = dict[str, Any]

@@ -18,7 +18,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli import cluster, registration
 from manager.cli.common import EXIT_FAILED, CliError, Target
-from manager.federation import kubeconfig
+from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.resources import Resource

@@ -9,8 +9,8 @@ from manager.api import constants as C
 from manager.cli import workloadinfo as wi
 from manager.cli.tables import render_text
 from manager.cli.workloads import render_explanation
+from manager.federation.engine.workloadview import state_of
 from manager.federation.settings import PLACEMENT_ANNOTATION, RAN_ON_ANNOTATION
-from manager.federation.workloadview import state_of
 from manager.observability.state import workload_row
 from tests.unit.cli.builders import admission, condition, reserved_conditions, workload
 

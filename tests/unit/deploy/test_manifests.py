@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from manager.api import crdgen
-from manager.federation import webhookconfig
+from manager.federation.webhooks import webhookconfig
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"

@@ -23,7 +23,7 @@ from e2e.kind.scenario import (
     placements,
 )
 from e2e.kind.shell import Planned, PlanShell
-from manager.federation import kubeconfig
+from manager.federation.workers import kubeconfig
 
 Plan = tuple[KindScenario, PlanShell]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from manager.federation import capacity
+from manager.federation.decisions import capacity
 
 GPU = "nvidia.com/gpu"
 

@@ -9,7 +9,7 @@ import pytest
 
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.federation import checkstatus
+from manager.federation.decisions import checkstatus
 
 
 def reserved(*checks: tuple[str, str], admitted: bool = False) -> dict[str, Any]:

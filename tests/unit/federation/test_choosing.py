@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from manager.federation.capacity import Candidate
-from manager.federation.choosing import (
+from manager.federation.decisions.capacity import Candidate
+from manager.federation.decisions.choosing import (
     MIN_WAIT,
     UNSEEN_RECHECK,
     Choice,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.federation.capacity import WorkerView
-from manager.federation.colocation import places
+from manager.federation.decisions.capacity import WorkerView
+from manager.federation.decisions.colocation import places
 
 Obj = dict[str, Any]
 GPU_LQ = "ml-jobs/gpu-lq"

@@ -9,8 +9,8 @@ import datetime as dt
 import json
 from typing import Any
 
-from manager.federation import credentials
-from manager.federation.certs import generate_serving_certificate
+from manager.federation.webhooks.certs import generate_serving_certificate
+from manager.federation.workers import credentials
 
 NOW = dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.UTC)
 

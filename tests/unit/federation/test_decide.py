@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from manager.api import constants as C
-from manager.federation import actions as do
-from manager.federation.decide import decide
-from manager.federation.following import Connection, WorkerFacts
-from manager.federation.group import WorkloadGroup
-from manager.federation.routing import WorkloadFacts
+from manager.federation.decisions import actions as do
+from manager.federation.decisions.decide import decide
+from manager.federation.decisions.following import Connection, WorkerFacts
+from manager.federation.decisions.group import WorkloadGroup
+from manager.federation.decisions.routing import WorkloadFacts
 
 W1, W2 = "worker-1", "worker-2"
 WL: dict[str, Any] = {"metadata": {"name": "job-a", "namespace": "ml"}, "status": {}}

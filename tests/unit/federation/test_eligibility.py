@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from manager.federation.eligibility import WorkerEligibility, refusal
+from manager.federation.decisions.eligibility import WorkerEligibility, refusal
 
 OK = WorkerEligibility(
     name="worker-1", namespace="team-a", kind="JobSet (jobset.x-k8s.io/v1alpha2)"

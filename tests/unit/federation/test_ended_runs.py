@@ -15,13 +15,13 @@ from manager.api import constants as C
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
-from manager.federation import leftovers
-from manager.federation.collecting import Collector
-from manager.federation.lookups import Lookups
-from manager.federation.records import Records
-from manager.federation.registry import ClusterRegistry
-from manager.federation.remote import RemoteCluster
+from manager.federation.decisions import leftovers
+from manager.federation.engine.collecting import Collector
+from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.records import Records
 from manager.federation.settings import FederationSettings
+from manager.federation.workers.registry import ClusterRegistry
+from manager.federation.workers.remote import RemoteCluster
 from manager.kube.api import KubeApi, Obj
 
 SETTINGS = FederationSettings()

@@ -1,11 +1,11 @@
-"""The one failover timing (manager/federation/failover.py), as a table: for each policy and
-each kind of lost worker, the moment its copy has surely stopped."""
+"""The one failover timing (manager/federation/decisions/failover.py), as a table: for each
+policy and each kind of lost worker, the moment its copy has surely stopped."""
 
 from __future__ import annotations
 
 import pytest
 
-from manager.federation.failover import may_move_at
+from manager.federation.decisions.failover import may_move_at
 from manager.federation.settings import FailoverPolicy, FederationSettings
 
 S = FederationSettings(

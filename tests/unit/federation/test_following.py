@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from manager.api import constants as C
-from manager.federation.following import (
+from manager.federation.decisions.following import (
     STARTING_RECHECK,
     Connection,
     Do,

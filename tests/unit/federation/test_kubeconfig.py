@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from manager.federation import kubeconfig as kc
+from manager.federation.workers import kubeconfig as kc
 
 B64 = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
 

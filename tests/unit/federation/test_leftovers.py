@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.federation.leftovers import (
+from manager.federation.decisions.leftovers import (
     CopyFacts,
     Moment,
     Verdict,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.federation.many import ManyChoice, ManyFacts, choose_many
+from manager.federation.decisions.many import ManyChoice, ManyFacts, choose_many
 
 W = ("w1", "w2", "w3", "w4", "w5")
 ROWS: list[tuple[str, ManyFacts, ManyChoice]] = [

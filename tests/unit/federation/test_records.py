@@ -4,7 +4,7 @@ record for every worker."""
 
 from __future__ import annotations
 
-from manager.federation.records import Placement, Records
+from manager.federation.engine.records import Placement, Records
 
 
 def placement(cluster: str) -> Placement:
@@ -58,7 +58,7 @@ def test_what_is_in_flight_to_each_worker_is_kept_as_placements_change() -> None
 
 def test_a_long_running_manager_keeps_only_the_latest_dispatch_latencies() -> None:
     """Issue "Finish the federation engine", item 7: the list grew with every dispatch."""
-    from manager.federation.records import DISPATCH_LATENCIES_KEPT, Stats
+    from manager.federation.engine.records import DISPATCH_LATENCIES_KEPT, Stats
 
     stats = Stats()
     for n in range(DISPATCH_LATENCIES_KEPT + 500):
@@ -69,7 +69,7 @@ def test_a_long_running_manager_keeps_only_the_latest_dispatch_latencies() -> No
 
 
 def test_the_runs_the_manager_stopped_are_forgotten_after_their_memory() -> None:
-    from manager.federation.records import STOPPED_MEMORY, Records
+    from manager.federation.engine.records import STOPPED_MEMORY, Records
 
     records = Records()
     for n in range(1000):

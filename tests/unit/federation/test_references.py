@@ -1,6 +1,6 @@
 """A worker's ``kfed.io/allowed-references``: the objects a job's pods use are found wherever a
 pod spec puts them, and a job goes there only if the worker's rules allow every one of them
-(manager/federation/references.py; docs/security.md)."""
+(manager/federation/decisions/references.py; docs/security.md)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from manager.api import constants as C
 from manager.cli import prediction
-from manager.federation import capacity
-from manager.federation import references as refs
-from manager.federation.placing import Placer
-from manager.federation.references import Kind, Malformed, Reference, Rule, Rules
+from manager.federation.decisions import capacity
+from manager.federation.decisions import references as refs
+from manager.federation.decisions.references import Kind, Malformed, Reference, Rule, Rules
+from manager.federation.engine.placing import Placer
 
 NS = "team-a"
 

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient
 
-from manager.federation.remote import RemoteCluster
 from manager.federation.settings import SHIM_HEARTBEAT_LEASE, FederationSettings
+from manager.federation.workers.remote import RemoteCluster
 from manager.kube import errors
 from manager.kube.api import KubeApi
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.controllers.jobkinds.jobset import JobSetKind
-from manager.federation.remoteobjects import remote_job
+from manager.federation.engine.remoteobjects import remote_job
 
 Obj = dict[str, Any]
 

@@ -16,19 +16,19 @@ from kubernetes_asyncio.client import ApiClient
 from manager import main as manager_main
 from manager.api import constants as C
 from manager.controllers.state import ClusterState
-from manager.federation import leftovers, retention, routing
-from manager.federation.collecting import Collector
-from manager.federation.leftovers import CopyFacts, Moment, Verdict, judge_copy
-from manager.federation.lookups import Lookups
-from manager.federation.records import Records
-from manager.federation.registry import ClusterRegistry
-from manager.federation.remote import RemoteCluster
-from manager.federation.retaining import INVALID_REASON, Retaining, ran_on
+from manager.federation.decisions import leftovers, retention, routing
+from manager.federation.decisions.leftovers import CopyFacts, Moment, Verdict, judge_copy
+from manager.federation.engine.collecting import Collector
+from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.records import Records
+from manager.federation.engine.retaining import INVALID_REASON, Retaining, ran_on
 from manager.federation.settings import (
     RAN_ON_ANNOTATION,
     RETENTION_ANNOTATION,
     FederationSettings,
 )
+from manager.federation.workers.registry import ClusterRegistry
+from manager.federation.workers.remote import RemoteCluster
 from manager.kube.api import KubeApi, Obj
 from manager.kube.informer import Event, EventType
 

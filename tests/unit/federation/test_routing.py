@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.federation.routing import Route, Step, WorkloadFacts, route
+from manager.federation.decisions.routing import Route, Step, WorkloadFacts, route
 
 F = WorkloadFacts
 NO_ADAPTER = 'No multikueue adapter found for owner kind "jobset.x-k8s.io/v1alpha2, Kind=JobSet"'

@@ -14,7 +14,7 @@ import pytest
 from manager.api import constants as C
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation.leftovers import (
+from manager.federation.decisions.leftovers import (
     FENCED_ANNOTATION,
     CopyFacts,
     Moment,
@@ -25,8 +25,8 @@ from manager.federation.leftovers import (
     judge_copy,
     run_end,
 )
-from manager.federation.lookups import kind_of_job, run_facts
-from manager.federation.records import STOPPED_MEMORY, Records
+from manager.federation.engine.lookups import kind_of_job, run_facts
+from manager.federation.engine.records import STOPPED_MEMORY, Records
 
 Obj = dict[str, Any]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from manager.api import constants as C
-from manager.federation.samename import SameName, judge
+from manager.federation.decisions.samename import SameName, judge
 
 ORIGIN = "multikueue"
 

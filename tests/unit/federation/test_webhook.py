@@ -27,8 +27,8 @@ from manager.api.constants import (
     QUEUE_NAME_LABEL,
 )
 from manager.controllers.state import ClusterState
-from manager.federation import certs, webhookconfig
-from manager.federation.webhook import (
+from manager.federation.webhooks import certs, webhookconfig
+from manager.federation.webhooks.webhook import (
     NOT_READY_MESSAGE,
     ClusterStateQueues,
     Verdict,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from manager.federation import certs
-from manager.federation.admission_webhook import ManagerWebhook, serving_hosts
-from manager.federation.webhookconfig import ServiceReference
+from manager.federation.webhooks import certs
+from manager.federation.webhooks.admission_webhook import ManagerWebhook, serving_hosts
+from manager.federation.webhooks.webhookconfig import ServiceReference
 from manager.kube.api import KubeApi
 
 NOW = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)

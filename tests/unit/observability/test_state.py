@@ -11,7 +11,7 @@ import pytest
 from manager.api import constants as C
 from manager.controllers.state import ClusterState
 from manager.core import AdmissionCore, ClusterQueueName, StopPolicy
-from manager.federation import capacity
+from manager.federation.decisions import capacity
 from manager.federation.settings import PLACEMENT_ANNOTATION
 from manager.kube.api import KubeApi
 from manager.observability.state import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
-from manager.federation.registry import ClusterEntry
 from manager.federation.runtime import FederationController
+from manager.federation.workers.registry import ClusterEntry
 from manager.observability.state import cluster_rows
 
 

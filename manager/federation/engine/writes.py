@@ -19,15 +19,16 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import queued_since
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
-from manager.federation import checkstatus, remoteobjects, samename
-from manager.federation.lookups import Lookups, foreign_reason
-from manager.federation.records import Stats
-from manager.federation.remote import RemoteCluster
+from manager.federation.decisions import checkstatus, samename
+from manager.federation.engine import remoteobjects
+from manager.federation.engine.lookups import Lookups, foreign_reason
+from manager.federation.engine.records import Stats
 from manager.federation.settings import (
     FENCE_AFTER_ANNOTATION,
     PLACEMENT_ANNOTATION,
     RAN_ON_ANNOTATION,
 )
+from manager.federation.workers.remote import RemoteCluster
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import Obj

@@ -9,8 +9,8 @@ tests compare lists of them (``tests/unit/federation/test_decide.py``).
 
 from __future__ import annotations
 
-from manager.federation import following, routing
-from manager.federation.actions import (
+from manager.federation.decisions import following, routing
+from manager.federation.decisions.actions import (
     Action,
     DeleteCopies,
     ForgetRecord,
@@ -24,7 +24,7 @@ from manager.federation.actions import (
     SyncStatus,
     Win,
 )
-from manager.federation.group import WorkloadGroup
+from manager.federation.decisions.group import WorkloadGroup
 
 
 def decide(group: WorkloadGroup) -> list[Action]:

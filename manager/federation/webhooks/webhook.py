@@ -42,7 +42,7 @@ from manager.api.constants import (
 )
 from manager.controllers.jobkinds import registry as jobkinds
 from manager.controllers.state import ClusterState
-from manager.federation.certs import server_ssl_context
+from manager.federation.webhooks.certs import server_ssl_context
 from manager.kube.informer import Informer
 
 log = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from manager.federation import capacity
+from manager.federation.decisions import capacity
 
 MIN_WAIT = 0.1
 """Seconds: the shortest wait before looking again (a deadline just about to pass)."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from manager.core import FlavorName
-from manager.federation.capacity import WorkerView, match_flavor, offered_flavors
+from manager.federation.decisions.capacity import WorkerView, match_flavor, offered_flavors
 
 Obj = dict[str, Any]
 Places = tuple[frozenset[FlavorName], ...]

@@ -29,19 +29,19 @@ from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
-from manager.federation import capacity, decide
-from manager.federation.applier import Applier
-from manager.federation.collecting import Collector
-from manager.federation.grouping import GroupReader
-from manager.federation.jobstatus import JobStatus
-from manager.federation.lookups import Lookups
-from manager.federation.placing import Placer
-from manager.federation.records import Records, Stats
-from manager.federation.registry import ClusterRegistry
-from manager.federation.remote import RemoteCluster
-from manager.federation.retaining import Retaining
+from manager.federation.decisions import capacity, decide
+from manager.federation.engine.applier import Applier
+from manager.federation.engine.collecting import Collector
+from manager.federation.engine.grouping import GroupReader
+from manager.federation.engine.jobstatus import JobStatus
+from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.placing import Placer
+from manager.federation.engine.records import Records, Stats
+from manager.federation.engine.retaining import Retaining
+from manager.federation.engine.writes import Writes
 from manager.federation.settings import FederationSettings
-from manager.federation.writes import Writes
+from manager.federation.workers.registry import ClusterRegistry
+from manager.federation.workers.remote import RemoteCluster
 from manager.kube.informer import Event
 from manager.kube.workqueue import WorkQueue
 from manager.telemetry import tracing

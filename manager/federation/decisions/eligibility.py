@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from manager.api import constants as C
-from manager.federation.capacity import Candidate
+from manager.federation.decisions.capacity import Candidate
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 
 

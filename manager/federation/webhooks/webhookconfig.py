@@ -22,7 +22,7 @@ from typing import Any
 
 from manager.api.constants import QUEUE_NAME_LABEL
 from manager.controllers.jobkinds import registry as jobkinds
-from manager.federation.webhook import MUTATE_JOB_PATH
+from manager.federation.webhooks.webhook import MUTATE_JOB_PATH
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj

@@ -22,9 +22,10 @@ from manager.api import constants as C
 from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers import eventreasons as told
-from manager.federation import credentials, kubeconfig, references
-from manager.federation.remote import RemoteCluster, cluster_identity
+from manager.federation.decisions import references
 from manager.federation.settings import FederationSettings
+from manager.federation.workers import credentials, kubeconfig
+from manager.federation.workers.remote import RemoteCluster, cluster_identity
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj

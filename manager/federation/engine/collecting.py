@@ -15,11 +15,11 @@ from collections.abc import Callable
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
-from manager.federation import checkstatus, leftovers
-from manager.federation.lookups import Lookups, run_facts
-from manager.federation.remote import RemoteCluster, workload_keys_of_job
-from manager.federation.retaining import Retaining, ran_on
-from manager.federation.writes import Writes
+from manager.federation.decisions import checkstatus, leftovers
+from manager.federation.engine.lookups import Lookups, run_facts
+from manager.federation.engine.retaining import Retaining, ran_on
+from manager.federation.engine.writes import Writes
+from manager.federation.workers.remote import RemoteCluster, workload_keys_of_job
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import Obj

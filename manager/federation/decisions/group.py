@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from manager.federation import following, routing
+from manager.federation.decisions import following, routing
 
 Obj = dict[str, Any]
 

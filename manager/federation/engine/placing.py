@@ -20,13 +20,14 @@ from manager.api import quantity
 from manager.controllers import conditions, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.federation import capacity, choosing, eligibility, many, references, workloadview
-from manager.federation.eligibility import WorkerEligibility
-from manager.federation.lookups import Lookups
-from manager.federation.records import Placement, Stats
-from manager.federation.remote import RemoteCluster
+from manager.federation.decisions import capacity, choosing, eligibility, many, references
+from manager.federation.decisions.eligibility import WorkerEligibility
+from manager.federation.engine import workloadview
+from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.records import Placement, Stats
+from manager.federation.engine.writes import Writes
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, DispatchMode
-from manager.federation.writes import Writes
+from manager.federation.workers.remote import RemoteCluster
 from manager.kube.api import Obj
 
 log = logging.getLogger(__name__)

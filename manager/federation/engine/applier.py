@@ -12,13 +12,13 @@ import time
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation import actions as do
-from manager.federation.group import WorkloadGroup
-from manager.federation.jobstatus import JobStatus
-from manager.federation.placing import Placer
-from manager.federation.records import Records
-from manager.federation.registry import ClusterRegistry
-from manager.federation.writes import Writes
+from manager.federation.decisions import actions as do
+from manager.federation.decisions.group import WorkloadGroup
+from manager.federation.engine.jobstatus import JobStatus
+from manager.federation.engine.placing import Placer
+from manager.federation.engine.records import Records
+from manager.federation.engine.writes import Writes
+from manager.federation.workers.registry import ClusterRegistry
 from manager.kube.api import Obj
 
 log = logging.getLogger(__name__)

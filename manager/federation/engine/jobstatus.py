@@ -12,7 +12,7 @@ from manager.api import constants as C
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation.lookups import Lookups
+from manager.federation.engine.lookups import Lookups
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import Obj

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from manager.controllers import workloadstatus as ws
-from manager.federation import checkstatus, routing
-from manager.federation.group import WorkloadGroup
-from manager.federation.lookups import Lookups
-from manager.federation.registry import ClusterRegistry
-from manager.federation.retaining import Retaining, ran_on
+from manager.federation.decisions import checkstatus, routing
+from manager.federation.decisions.group import WorkloadGroup
+from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.retaining import Retaining, ran_on
+from manager.federation.workers.registry import ClusterRegistry
 
 Obj = dict[str, Any]
 

@@ -29,8 +29,8 @@ import tempfile
 from pathlib import Path
 
 from manager.controllers.state import ClusterState
-from manager.federation import certs, webhookconfig
-from manager.federation.webhook import MUTATE_JOB_PATH, ClusterStateQueues, WebhookServer
+from manager.federation.webhooks import certs, webhookconfig
+from manager.federation.webhooks.webhook import MUTATE_JOB_PATH, ClusterStateQueues, WebhookServer
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj

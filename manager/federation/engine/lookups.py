@@ -17,16 +17,16 @@ from manager.controllers.jobkinds import registry as job_kinds
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
-from manager.federation import failover, following, leftovers
-from manager.federation.records import Records
-from manager.federation.registry import ClusterRegistry
-from manager.federation.remote import FEDERATED_KINDS, JOBS_BY_WORKLOAD, RemoteCluster
+from manager.federation.decisions import failover, following, leftovers
+from manager.federation.engine.records import Records
 from manager.federation.settings import (
     FAILOVER_POLICY_ANNOTATION,
     FailoverPolicy,
     FederationSettings,
     failover_policy,
 )
+from manager.federation.workers.registry import ClusterRegistry
+from manager.federation.workers.remote import FEDERATED_KINDS, JOBS_BY_WORKLOAD, RemoteCluster
 from manager.kube.api import Obj
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation import retention
+from manager.federation.decisions import retention
 from manager.federation.settings import (
     RAN_ON_ANNOTATION,
     RETENTION_ANNOTATION,

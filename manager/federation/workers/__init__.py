@@ -1,0 +1,3 @@
+"""The worker clusters: their kubeconfigs (read and validated), connections, fencing leases and
+informers.
+"""
