@@ -22,10 +22,10 @@ from typing import TypeVar
 
 from manager.api import knobs
 from manager.controllers.flags import add_controller_flags, controller_settings_from
-from manager.federation.admission_webhook import ManagerWebhook
 from manager.federation.runtime import FederationController
 from manager.federation.settings import FederationSettings
-from manager.federation.webhookconfig import ServiceReference
+from manager.federation.webhooks.admission_webhook import ManagerWebhook
+from manager.federation.webhooks.webhookconfig import ServiceReference
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster

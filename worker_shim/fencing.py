@@ -34,7 +34,7 @@ from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.state import ClusterState
-from manager.federation.leftovers import FENCED_ANNOTATION
+from manager.federation.decisions.leftovers import FENCED_ANNOTATION
 from manager.federation.settings import (
     FENCE_AFTER_ANNOTATION,
     MANAGER_LEASE_PREFIX,

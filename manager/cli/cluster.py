@@ -23,7 +23,7 @@ from manager.cli.common import (
     warn,
 )
 from manager.cli.tables import print_json, table
-from manager.federation import kubeconfig
+from manager.federation.workers import kubeconfig
 from manager.kube import errors
 
 

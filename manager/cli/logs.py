@@ -50,10 +50,10 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation import kubeconfig
-from manager.federation.retaining import ran_on
+from manager.federation.engine.retaining import ran_on
+from manager.federation.engine.workloadview import why
 from manager.federation.settings import RETENTION_ANNOTATION
-from manager.federation.workloadview import why
+from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

@@ -3,7 +3,7 @@
 Two steps, as in the federation: the manager's own admission core decides, on a snapshot of
 the manager, whether and with which flavors the Job would be admitted (``manageradmission``:
 fits, borrows, preempts, waits or never); then the dispatcher evaluates every worker of the
-queue's MultiKueueConfig with ``manager.federation.capacity`` and picks one by its scoring
+queue's MultiKueueConfig with ``manager.federation.decisions.capacity`` and picks one by its scoring
 rule. Workers are read with the kubeconfigs the manager holds in its Secrets, from where the
 CLI runs.
 """
@@ -27,9 +27,10 @@ from manager.cli.tables import amount
 from manager.controllers import conditions
 from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation import capacity, colocation, eligibility, kubeconfig, references
-from manager.federation.lookups import foreign_reason
+from manager.federation.decisions import capacity, colocation, eligibility, references
+from manager.federation.engine.lookups import foreign_reason
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
+from manager.federation.workers import kubeconfig
 from manager.kube import discovery, errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

@@ -23,7 +23,8 @@ from manager.api import federated
 from manager.cli.common import CliError, connect_dict, from_kube_error, usage_error
 from manager.cli.tables import amount
 from manager.controllers import conditions
-from manager.federation import capacity, kubeconfig
+from manager.federation.decisions import capacity
+from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

@@ -115,7 +115,7 @@ def command(
     manager's queues, flavors and admitted workloads, whether it would be admitted now (within
     quota, borrowing, or by preempting) or wait, and with which flavors; then reads every
     worker of the queue's MultiKueueConfig with the kubeconfig from its Secret in
-    --namespace and prints the dispatcher's verdict for each (as manager.federation.capacity
+    --namespace and prints the dispatcher's verdict for each (as federation.decisions.capacity
     evaluates it: same LocalQueue, a matching flavor, enough free quota; not connected,
     cordoned or drained workers are skipped) and the worker it would choose (best fit, then
     fewest waiting, then config order). Dispatches still in flight are not visible from

@@ -14,8 +14,8 @@ from manager.cli.tables import age
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry
 from manager.controllers.jobkinds.base import JobKind
-from manager.federation.retaining import ran_on
-from manager.federation.workloadview import (
+from manager.federation.engine.retaining import ran_on
+from manager.federation.engine.workloadview import (
     FINISHED,
     Placement,
     cluster_of,

@@ -34,7 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from manager.federation import visibility
-from manager.federation.certs import server_ssl_context
+from manager.federation.webhooks.certs import server_ssl_context
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

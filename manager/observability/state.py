@@ -26,9 +26,9 @@ from manager.api import federated, quantity
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
-from manager.federation import capacity, credentials, kubeconfig, visibility
-from manager.federation.runtime import FederationController
-from manager.federation.workloadview import (
+from manager.federation import visibility
+from manager.federation.decisions import capacity
+from manager.federation.engine.workloadview import (
     FINISHED,
     Placement,
     Role,
@@ -38,6 +38,8 @@ from manager.federation.workloadview import (
     state_of,
     why,
 )
+from manager.federation.runtime import FederationController
+from manager.federation.workers import credentials, kubeconfig
 from manager.telemetry.metrics import (
     ClusterQueueSample,
     LocalQueueSample,

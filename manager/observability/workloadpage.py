@@ -17,8 +17,8 @@ from html import escape
 from typing import Any
 
 from manager.controllers import workloadstatus as ws
-from manager.federation.retaining import ran_on
-from manager.federation.workloadview import (
+from manager.federation.engine.retaining import ran_on
+from manager.federation.engine.workloadview import (
     Placement,
     cluster_of,
     flavors_of,

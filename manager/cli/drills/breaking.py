@@ -36,7 +36,7 @@ import yaml
 from manager.api import constants as C
 from manager.cli.common import CliError, usage_error
 from manager.cli.registration import set_maintenance
-from manager.federation import kubeconfig
+from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

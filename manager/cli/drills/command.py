@@ -49,8 +49,8 @@ from manager.cli.drills import probes as drillprobes
 from manager.cli.drills import report as drillreport
 from manager.cli.drills.watch import Watcher
 from manager.cli.registration import active_condition, describe_active
-from manager.federation import kubeconfig
 from manager.federation.settings import FAILOVER_POLICY_ANNOTATION
+from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
