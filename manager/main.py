@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from manager import configfile
 from manager.api import knobs
 from manager.controllers.flags import add_controller_flags, controller_settings_from
 from manager.federation.runtime import FederationController
-from manager.federation.settings import FederationSettings
+from manager.federation.settings import FederationSettings, duration
 from manager.federation.webhooks.admission_webhook import ManagerWebhook
 from manager.federation.webhooks.webhookconfig import ServiceReference
 from manager.kube import errors
@@ -83,9 +84,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--identity", default=f"{socket.gethostname()}-{os.getpid()}")
     knobs.add_flags(p, FederationSettings)
     leader = LeaderElectionConfig(namespace="", name="", identity="")  # the defaults, once
-    p.add_argument("--leader-lease-duration", type=float, default=leader.lease_duration)
-    p.add_argument("--leader-renew-deadline", type=float, default=leader.renew_deadline)
-    p.add_argument("--leader-retry-period", type=float, default=leader.retry_period)
+    p.add_argument("--leader-lease-duration", type=duration, default=leader.lease_duration)
+    p.add_argument("--leader-renew-deadline", type=duration, default=leader.renew_deadline)
+    p.add_argument("--leader-retry-period", type=duration, default=leader.retry_period)
     add_controller_flags(p)
     p.add_argument("--no-webhook", action="store_true", help="do not serve the Job webhook")
     p.add_argument(
@@ -150,7 +151,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "http://jaeger.example:16686/trace/{trace_id}): workload pages link to their trace",
     )
     p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a configuration file: Kueue's Configuration where the meaning is the same "
+        "(namespace, leaderElection, integrations, multiKueue, resources.deviceClassMappings, "
+        "fairSharing) and kfed's own settings under `kfed:` by their flag names in camelCase; "
+        "flags win (docs/install.md)",
+    )
+    config_warnings = _apply_config_file(p, argv)
     args = p.parse_args(argv)
+    args.config_warnings = config_warnings
     if args.kubeconfig is None and not running_in_cluster():
         p.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
     if problem := _default_webhook_host(args):
@@ -160,6 +172,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     except ValueError as err:
         p.error(str(err))
     return args
+
+
+def _apply_config_file(p: argparse.ArgumentParser, argv: list[str] | None) -> list[str]:
+    """Make the ``--config`` file's settings the parser's defaults (each read by its flag's own
+    type, so a wrong value is the flag's usage error), and return its warnings."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", type=Path)
+    known, _ = pre.parse_known_args(argv)
+    if known.config is None:
+        return []
+    own = {
+        configfile.camel(option): action.dest
+        for action in p._actions
+        for option in action.option_strings[:1]
+        if option.startswith("--") and action.dest not in ("help", "config", "kubeconfig")
+    }
+    try:
+        loaded = configfile.defaults_from(known.config.read_text(), own)
+    except (OSError, configfile.ConfigError) as err:
+        p.error(f"--config {known.config}: {err}")
+    p.set_defaults(**loaded.defaults)
+    return [f"--config {known.config}: {w}" for w in loaded.warnings]
 
 
 def settings_from(args: argparse.Namespace) -> FederationSettings:
@@ -267,6 +301,8 @@ async def run(args: argparse.Namespace) -> None:
     """Until SIGTERM: leads whenever this replica holds the leader Lease and stands by
     otherwise. Its API server away (at start-up, or long enough to lose the Lease) never
     ends the process: it waits, backing off, and leads again once it can."""
+    for warning in getattr(args, "config_warnings", []):
+        log.warning("%s", warning)
     async with await KubeApi.connect(args.kubeconfig, context=args.context, name="manager") as api:
         elector = LeaderElector(
             api,
