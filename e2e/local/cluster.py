@@ -294,11 +294,13 @@ class LocalCluster:
         return [dra.feature_gates_flag()] if self.dra else []
 
     def _controllers(self) -> str:
-        # Only what Jobs need (and, with DRA, what makes pods' claims from their templates).
-        # No node-lifecycle controller: kwok nodes send no real heartbeats and must not be
-        # tainted or evicted.
+        # Only what Jobs need (and, with DRA, what makes pods' claims from their templates),
+        # plus the aggregation of ClusterRoles (view/edit/admin gather kfed's roles for people,
+        # deploy/roles). No node-lifecycle controller: kwok nodes send no real heartbeats and
+        # must not be tainted or evicted.
         controllers = [
             "job-controller",
+            "clusterrole-aggregation-controller",
             "garbage-collector-controller",
             "namespace-controller",
             "ttl-after-finished-controller",
