@@ -152,6 +152,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--log-level", default="INFO")
     p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="text (for people) or json (one object per line, upstream Kueue's keys: level, "
+        "ts, logger, msg, workload, clusterQueue, job, cluster, traceID)",
+    )
+    p.add_argument(
         "--config",
         type=Path,
         metavar="FILE",
@@ -379,4 +386,5 @@ def main(argv: list[str] | None = None) -> int:
         service_name="kfed-manager",
         display_name="kfed manager",
         log_level=args.log_level,
+        log_format=args.log_format,
     )

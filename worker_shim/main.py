@@ -59,6 +59,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "its own); 0: any free port (logged)",
     )
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="text (for people) or json (one object per line, upstream Kueue's keys: level, "
+        "ts, logger, msg, workload, clusterQueue, job, cluster, traceID)",
+    )
     args = parser.parse_args(argv)
     if args.kubeconfig is None and not running_in_cluster():
         parser.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
@@ -124,4 +131,5 @@ def main(argv: list[str] | None = None) -> int:
         service_name="kfed-worker-shim",
         display_name="kfed worker shim",
         log_level=args.log_level,
+        log_format=args.log_format,
     )

@@ -14,10 +14,15 @@ from manager.telemetry import tracing
 
 
 def run_process(
-    main: Coroutine[Any, Any, None], *, service_name: str, display_name: str, log_level: str
+    main: Coroutine[Any, Any, None],
+    *,
+    service_name: str,
+    display_name: str,
+    log_level: str,
+    log_format: str = "text",
 ) -> int:
     """Run ``main`` as the whole process; ``service_name`` names its spans."""
-    provider = tracing.setup(service_name, log_level)
+    provider = tracing.setup(service_name, log_level, log_format)
     try:
         asyncio.run(run_until_signalled(main))
     except ListenError as err:

@@ -36,6 +36,8 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
+from manager.telemetry import logfmt
+
 TRACEPARENT_ANNOTATION = "kfed.io/traceparent"
 """W3C trace context of the workload's trace, written once when the object is created."""
 
@@ -235,43 +237,35 @@ def record(
 
 @contextlib.contextmanager
 def workload_context(obj: Obj | None) -> Iterator[None]:
-    """Make ``obj``'s trace current: log lines written meanwhile carry its trace id."""
+    """Make ``obj``'s trace current: log lines written meanwhile carry its trace id (and, in
+    JSON, the workload, its ClusterQueue, job and worker)."""
     if obj is None:
         yield
         return
     token = otel_context.attach(_context_of(obj))
     try:
-        yield
+        with logfmt.log_about(logfmt.fields_of_workload(obj)):
+            yield
     finally:
         otel_context.detach(token)
 
 
 # -- log lines ------------------------------------------------------------------------------
 
-
-class TraceIdFilter(logging.Filter):
-    """Adds ``trace`` to every record: `` trace=<id>`` inside a workload's context, else ""."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        span_context = trace.get_current_span().get_span_context()
-        record.trace = f" trace={span_context.trace_id:032x}" if span_context.is_valid else ""
-        return True
+TraceIdFilter = logfmt.TraceIdFilter
+LOG_FORMAT = logfmt.TEXT_FORMAT
 
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s:%(trace)s %(message)s"
+def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Log lines with the current workload's trace id, for processes of kfed (``logfmt``)."""
+    logfmt.configure(level, fmt)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """Log lines with the current workload's trace id, for processes of kfed."""
-    handler = logging.StreamHandler()
-    handler.addFilter(TraceIdFilter())
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler])
-
-
-def setup(service_name: str, log_level: str = "INFO") -> TracerProvider | None:
+def setup(
+    service_name: str, log_level: str = "INFO", log_format: str = "text"
+) -> TracerProvider | None:
     """Logging and tracing for one kfed process (manager, worker shim)."""
-    configure_logging(log_level)
+    configure_logging(log_level, log_format)
     provider = configure(service_name)
     logging.getLogger(__name__).info(
         "tracing: %s",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -117,7 +118,9 @@ class Process:
                 await self.proc.wait()
 
 
-async def start_manager(cluster: LocalCluster, log: Path, identity: str, port: int) -> Process:
+async def start_manager(
+    cluster: LocalCluster, log: Path, identity: str, port: int, *extra: str
+) -> Process:
     return await Process.start(
         log,
         *("-m", "manager", "--kubeconfig", str(cluster.kubeconfig), "--identity", identity),
@@ -126,6 +129,7 @@ async def start_manager(cluster: LocalCluster, log: Path, identity: str, port: i
         *("--webhook-host", "127.0.0.1", "--webhook-port", "0"),
         *("--register-webhook-host", "127.0.0.1"),
         *("--metrics-host", "127.0.0.1", "--metrics-port", str(port), "--log-level", "INFO"),
+        *extra,
     )
 
 
@@ -230,7 +234,11 @@ async def test_manager_started_before_its_api_server_waits_and_leads(
 ) -> None:
     identity, (port,) = "standby-m2", free_ports(1)
     killed = kill_apiserver(cluster)
-    manager = await start_manager(cluster, tmp_path / "manager.log", identity, port)
+    # Its log in JSON (--log-format json), parsed line by line below: issue "Speak the
+    # platform's language", item 4.
+    manager = await start_manager(
+        cluster, tmp_path / "manager.log", identity, port, "--log-format", "json"
+    )
     try:
         try:
             await stays_up_through_the_outage(manager, killed, "trying again")
@@ -246,6 +254,12 @@ async def test_manager_started_before_its_api_server_waits_and_leads(
 
         await wait_for(leading, timeout=60, what="it leads", ignore=(errors.KubeError,))
         await admits_a_job(api, manager, queue, "late")
+        logged = [json.loads(line) for line in manager.output().splitlines() if line.strip()]
+        assert all({"level", "ts", "logger", "msg"} <= line.keys() for line in logged)
+        assert any(
+            line["level"] == "warning" and "trying again" in line["msg"] for line in logged
+        ), logged[:5]
+        assert any("became leader" in line["msg"] for line in logged), logged[-5:]
     finally:
         await manager.stop()
         await webhookconfig.delete_webhook_configuration(api, "kfed-manager")
