@@ -93,8 +93,8 @@ bench-jobsets: $(STAMP) binaries
 
 ## crds: regenerate crds/ from the pydantic models
 crds: $(STAMP)
-	$(BIN)/kfed crds --output crds/
-	$(BIN)/kfed crds --output deploy/crds/
+	$(BIN)/kfed crds --out-dir crds/
+	$(BIN)/kfed crds --out-dir deploy/crds/
 
 IMAGE ?= kfed:0.1.0
 ## image: the container image (manager, worker shim, kfed CLI), with or without a registry:

@@ -205,7 +205,7 @@ class KindScenario:
                     "--kubeconfig-file",
                     str(self.remote_kubeconfig(worker.name)),
                     "--timeout",
-                    "120",
+                    "120s",
                 )
             )
 

@@ -11,6 +11,7 @@ from manager.api import constants as C
 from manager.cli import registration, rotation
 from manager.cli.common import (
     CliError,
+    Duration,
     Target,
     connect_manager,
     connection_options,
@@ -22,7 +23,7 @@ from manager.cli.common import (
     target_of,
     warn,
 )
-from manager.cli.tables import print_json, table
+from manager.cli.tables import print_data, print_names, table
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
 
@@ -31,7 +32,7 @@ from manager.kube import errors
 def group() -> None:
     """Register worker clusters with the manager and manage them.
 
-    A worker is a Secret holding its kubeconfig (in kfed's --namespace), a MultiKueueCluster
+    A worker is a Secret holding its kubeconfig (in kfed's --kfed-namespace), a MultiKueueCluster
     pointing at that Secret, and an entry in a MultiKueueConfig. The kfed manager connects to
     every registered worker and reports the connection as the MultiKueueCluster's Active
     condition.
@@ -140,10 +141,10 @@ async def _add(
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
-    default=60.0,
+    type=Duration(min=0),
+    default="60s",
     show_default=True,
-    help="Seconds to wait for Active.",
+    help="How long to wait for Active (a Go duration: 30s, 5m).",
 )
 @connection_options()
 def add(
@@ -155,7 +156,7 @@ def add(
     timeout: float,
     kubeconfig: str | None,
     context: str | None,
-    namespace: str | None,
+    kfed_namespace: str | None,
 ) -> None:
     """Register worker cluster NAME from its kubeconfig.
 
@@ -178,7 +179,7 @@ def add(
     """
     run(
         _add(
-            target_of(kubeconfig, context, namespace),
+            target_of(kubeconfig, context, kfed_namespace),
             name,
             kubeconfig_file,
             worker_context,
@@ -196,8 +197,10 @@ async def _list(target: Target, output: str) -> None:
     async with await connect_manager(target) as api:
         rows = await registration.list_clusters(api)
     out = console()
-    if output == "json":
-        print_json(out, rows)
+    if print_data(out, output, rows):
+        return
+    if output == "name":
+        print_names(f"multikueuecluster.kueue.x-k8s.io/{r.name}" for r in rows)
         return
     if not rows:
         out.print("no worker clusters registered (see `kfed cluster add --help`)")
@@ -214,10 +217,13 @@ async def _list(target: Target, output: str) -> None:
 @group.command("list")
 @output_option(rows=True)
 @connection_options()
-def list_(output: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+def list_(
+    output: str, kubeconfig: str | None, context: str | None, kfed_namespace: str | None
+) -> None:
     """List registered worker clusters: whether the manager is connected to each (Active, its
-    reason and message), its maintenance state and the MultiKueueConfigs listing it."""
-    run(_list(target_of(kubeconfig, context, namespace), output))
+    reason and message), its maintenance state and the MultiKueueConfigs listing it (-o wide
+    has the same columns; -o name prints multikueuecluster.kueue.x-k8s.io/NAME)."""
+    run(_list(target_of(kubeconfig, context, kfed_namespace), output))
 
 
 # -- remove ----------------------------------------------------------------------------------
@@ -234,7 +240,9 @@ async def _remove(target: Target, name: str) -> None:
 @group.command("remove")
 @click.argument("name")
 @connection_options()
-def remove(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+def remove(
+    name: str, kubeconfig: str | None, context: str | None, kfed_namespace: str | None
+) -> None:
     """Unregister worker cluster NAME: take it out of every MultiKueueConfig (deleting a
     config it was the last member of), then delete its MultiKueueCluster and its Secret.
 
@@ -242,7 +250,7 @@ def remove(name: str, kubeconfig: str | None, context: str | None, namespace: st
     first (`kfed cluster drain NAME`) and wait until `kfed workloads -A` shows none there.
     Exit 1 when no such worker exists.
     """
-    run(_remove(target_of(kubeconfig, context, namespace), name))
+    run(_remove(target_of(kubeconfig, context, kfed_namespace), name))
 
 
 # -- maintenance -----------------------------------------------------------------------------
@@ -257,7 +265,9 @@ async def _maintain(target: Target, name: str, mode: str | None, done: str) -> N
 @group.command("cordon")
 @click.argument("name")
 @connection_options()
-def cordon(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+def cordon(
+    name: str, kubeconfig: str | None, context: str | None, kfed_namespace: str | None
+) -> None:
     """Stop placing new workloads on worker NAME.
 
     Sets the annotation kfed.io/maintenance=cordon on MultiKueueCluster NAME. Workloads
@@ -266,7 +276,7 @@ def cordon(name: str, kubeconfig: str | None, context: str | None, namespace: st
     """
     run(
         _maintain(
-            target_of(kubeconfig, context, namespace),
+            target_of(kubeconfig, context, kfed_namespace),
             name,
             C.MAINTENANCE_CORDON,
             "cordoned: no new workloads will be placed there",
@@ -277,7 +287,9 @@ def cordon(name: str, kubeconfig: str | None, context: str | None, namespace: st
 @group.command("drain")
 @click.argument("name")
 @connection_options()
-def drain(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+def drain(
+    name: str, kubeconfig: str | None, context: str | None, kfed_namespace: str | None
+) -> None:
     """Move every workload off worker NAME and place nothing new there.
 
     Sets the annotation kfed.io/maintenance=drain on MultiKueueCluster NAME. Like cordon, and
@@ -286,7 +298,7 @@ def drain(name: str, kubeconfig: str | None, context: str | None, namespace: str
     """
     run(
         _maintain(
-            target_of(kubeconfig, context, namespace),
+            target_of(kubeconfig, context, kfed_namespace),
             name,
             C.MAINTENANCE_DRAIN,
             "draining: its workloads move to other workers, nothing new is placed there",
@@ -297,12 +309,14 @@ def drain(name: str, kubeconfig: str | None, context: str | None, namespace: str
 @group.command("uncordon")
 @click.argument("name")
 @connection_options()
-def uncordon(name: str, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+def uncordon(
+    name: str, kubeconfig: str | None, context: str | None, kfed_namespace: str | None
+) -> None:
     """End maintenance of worker NAME: remove the kfed.io/maintenance annotation, so the
     manager places workloads there again."""
     run(
         _maintain(
-            target_of(kubeconfig, context, namespace),
+            target_of(kubeconfig, context, kfed_namespace),
             name,
             None,
             "uncordoned: new workloads may be placed there again",
@@ -311,18 +325,6 @@ def uncordon(name: str, kubeconfig: str | None, context: str | None, namespace: 
 
 
 # -- credentials ------------------------------------------------------------------------------
-
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _seconds(text: str) -> int:
-    """``90m``, ``24h``, ``2d`` or plain seconds."""
-    unit = text[-1:] if text[-1:] in _DURATION_UNITS else "s"
-    number = text[:-1] if text[-1:] in _DURATION_UNITS else text
-    try:
-        return int(float(number) * _DURATION_UNITS[unit])
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a duration like 90m, 24h or 2d") from None
 
 
 async def _rotate(
@@ -353,9 +355,10 @@ async def _rotate(
 @click.argument("name")
 @click.option(
     "--duration",
+    type=Duration(min=0),
     default="24h",
     show_default=True,
-    help="How long the new token is valid (90m, 24h, 2d; at least 10m).",
+    help="How long the new token is valid (a Go duration: 90m, 24h, 48h; 2d too; at least 10m).",
 )
 @click.option(
     "--service-account",
@@ -371,12 +374,12 @@ async def _rotate(
 @connection_options()
 def rotate(
     name: str,
-    duration: str,
+    duration: float,
     service_account: str | None,
     worker_kubeconfig: str | None,
     kubeconfig: str | None,
     context: str | None,
-    namespace: str | None,
+    kfed_namespace: str | None,
 ) -> None:
     """Mint a fresh ServiceAccount token for worker NAME and put it into its kubeconfig
     Secret, without restarting anything.
@@ -390,9 +393,9 @@ def rotate(
     other = read_text(worker_kubeconfig) if worker_kubeconfig else None
     run(
         _rotate(
-            target_of(kubeconfig, context, namespace),
+            target_of(kubeconfig, context, kfed_namespace),
             name,
-            _seconds(duration),
+            int(duration),
             service_account,
             other,
         ),

@@ -307,7 +307,7 @@ async def connect_worker(manager: KubeApi, cluster: str, namespace: str) -> tupl
     except errors.NotFound:
         raise CliError(
             f"no Secret {namespace}/{secret_name} (worker {cluster}'s kubeconfig) on the "
-            "manager; is kfed's namespace another one? (--namespace, $KFED_NAMESPACE)"
+            "manager; is kfed's namespace another one? (--kfed-namespace, $KFED_NAMESPACE)"
         ) from None
     try:
         checked = kubeconfig.check(kubeconfig.from_secret(secret))
@@ -517,14 +517,14 @@ def command(
     container: str | None,
     kubeconfig: str | None,
     context: str | None,
-    namespace: str | None,
+    kfed_namespace: str | None,
 ) -> None:
     """Print the logs of a job's pods from the worker it runs or ran on.
 
     NAMESPACE/NAME is the job on the manager (a Job, JobSet, TrainJob or RayCluster; or its
     Workload). kfed finds the worker (status.clusterName), connects to it with the manager's
     credentials for it (the kubeconfig in its MultiKueueCluster's Secret, in kfed's
-    --namespace: reading it needs that permission on the manager) and prints each
+    --kfed-namespace: reading it needs that permission on the manager) and prints each
     container's log, every line prefixed with [POD] (or [POD/CONTAINER] when a pod has
     several). Exit 1 when the job has not been placed or started yet, or when its pods are
     gone from the worker (a finished job's are collected); exit 3 when the worker cannot be
@@ -535,4 +535,4 @@ def command(
       kfed logs ml-jobs/light-job
       kfed logs ml-jobs/heavy-job --follow --container cuda
     """
-    run(_logs(target_of(kubeconfig, context, namespace), key, follow, container))
+    run(_logs(target_of(kubeconfig, context, kfed_namespace), key, follow, container))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from manager.api import constants as C
-from manager.api import federated
+from manager.api import dra, federated
 from manager.cli import snapshot
 from manager.cli.common import CliError, connect_dict, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
@@ -27,7 +27,7 @@ from manager.cli.tables import amount
 from manager.controllers import conditions
 from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation.decisions import capacity, colocation, eligibility, references
+from manager.federation.decisions import capacity, colocation, devices, eligibility, references
 from manager.federation.engine.lookups import foreign_reason
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 from manager.federation.workers import kubeconfig
@@ -93,6 +93,9 @@ class WorkerRead:
     view: capacity.WorkerView
     serves_kind: bool
     blocked: str | None
+    devices: devices.WorkerDevices | None = None
+    """Its devices as the dispatcher's informers hold them (None: it serves no DRA, or the
+    job claims no devices and they were not read)."""
 
 
 async def _read_worker(
@@ -102,6 +105,7 @@ async def _read_worker(
     namespace: str,
     kind: JobKind,
     job_name: str,
+    with_devices: bool = False,
 ) -> WorkerRead:
     api = await connect_dict(checked.config, checked.context, name=name)
     try:
@@ -119,6 +123,7 @@ async def _read_worker(
                 # and the dispatcher would leave it alone and not place there.
                 if not (there["metadata"].get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL):
                     blocked = foreign_reason(kind.resource.kind, there)
+        worker_devices = await _read_devices(api) if with_devices else None
     finally:
         await api.close()
     view = capacity.WorkerView(
@@ -128,7 +133,28 @@ async def _read_worker(
         flavors=_by_key(rfs["items"]),
         order=order,
     )
-    return WorkerRead(view, serves, blocked)
+    return WorkerRead(view, serves, blocked, worker_devices)
+
+
+async def _read_devices(api: KubeApi) -> devices.WorkerDevices | None:
+    """The objects the dispatcher's device informers follow, listed once (None: the worker
+    does not serve resource.k8s.io/v1)."""
+    if not await discovery.serves(api, R.RESOURCE_SLICES):
+        return None
+    slices, claims, classes = await asyncio.gather(
+        api.list(R.RESOURCE_SLICES), api.list(R.RESOURCE_CLAIMS), api.list(R.DEVICE_CLASSES)
+    )
+    return devices.worker_devices(slices["items"], claims["items"], classes["items"])
+
+
+async def device_need(api: KubeApi, namespace: str, pod_sets: list[Obj]) -> devices.Need:
+    """What each pod asks of a worker's devices, from the manager's ResourceClaimTemplates
+    (as the dispatcher reads them when it places the workload)."""
+    templates: dict[str, Obj] = {}
+    for name in dra.template_names(pod_sets):
+        with contextlib.suppress(errors.NotFound):
+            templates[name] = await api.get(R.RESOURCE_CLAIM_TEMPLATES, name, namespace)
+    return devices.need_of(pod_sets, templates)
 
 
 async def _worker_kubeconfig(
@@ -167,8 +193,10 @@ async def evaluate_worker(
     used: frozenset[references.Reference] = frozenset(),
     kind: JobKind = BATCH_JOB,
     job_name: str = "",
+    need: devices.Need | None = None,
 ) -> capacity.Candidate:
-    """One worker's verdict: ``look_at_worker``, then capacity.evaluate on its queues."""
+    """One worker's verdict: ``look_at_worker``, then capacity.evaluate on its queues (and
+    its devices, for a job that claims some)."""
     looked = await look_at_worker(
         api,
         name,
@@ -179,17 +207,27 @@ async def evaluate_worker(
         used=used,
         kind=kind,
         job_name=job_name,
+        with_devices=bool(need),
     )
-    return verdict_of(looked, request, manager_flavors)
+    return verdict_of(looked, request, manager_flavors, need)
 
 
 def verdict_of(
-    looked: WorkerLook, request: capacity.Request, manager_flavors: Mapping[str, Obj]
+    looked: WorkerLook,
+    request: capacity.Request,
+    manager_flavors: Mapping[str, Obj],
+    need: devices.Need | None = None,
 ) -> capacity.Candidate:
+    """The dispatcher's verdict: quota (``capacity.evaluate``), then devices
+    (``devices.evaluate``) for a job that claims some."""
     if looked.refused is not None:
         return looked.refused
     assert looked.read is not None  # a worker not refused was read
-    return capacity.evaluate(looked.read.view, request, manager_flavors)
+    candidate = capacity.evaluate(looked.read.view, request, manager_flavors)
+    if need:
+        read = looked.read
+        candidate = devices.evaluate(candidate, read.devices, need, serves=read.devices is not None)
+    return candidate
 
 
 async def look_at_worker(
@@ -203,6 +241,7 @@ async def look_at_worker(
     used: frozenset[references.Reference] = frozenset(),
     kind: JobKind = BATCH_JOB,
     job_name: str = "",
+    with_devices: bool = False,
 ) -> WorkerLook:
     """The dispatcher's own eligibility rule (``eligibility.refusal``) on facts read here: the
     MultiKueueCluster, then the worker itself (read whenever it can be)."""
@@ -215,7 +254,7 @@ async def look_at_worker(
     try:
         mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
         checked = await _worker_kubeconfig(api, mk_cluster, namespace)
-        read = await _read_worker(name, order, checked, job_namespace, kind, job_name)
+        read = await _read_worker(name, order, checked, job_namespace, kind, job_name, with_devices)
     except CliError as err:
         unreadable = capacity.Candidate(name, False, f"cannot be read from here: {err.message}")
     except (errors.KubeError, OSError) as err:
@@ -334,6 +373,7 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
     allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
     allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
     clusters = federation[2] if federation is not None else []
+    need = await device_need(api, job_ns, kind.workload_pod_sets(resolved))
     looks = list(
         await asyncio.gather(
             *(
@@ -347,6 +387,7 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
                     used=references.of_objects(job_ns, (resolved,)),
                     kind=kind,
                     job_name=str((job.get("metadata") or {}).get("name") or ""),
+                    with_devices=bool(need),
                 )
                 for order, name in enumerate(clusters)
             )
@@ -375,7 +416,7 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
         return base
     check, config, _ = federation
     request = capacity.Request(job_ns, queue, decision.usage)
-    candidates = [verdict_of(w, request, snap.flavor_objects) for w in looks]
+    candidates = [verdict_of(w, request, snap.flavor_objects, need) for w in looks]
     best = capacity.choose(candidates)
     if not clusters:
         verdict = f"would wait: MultiKueueConfig {config or '(none)'} lists no worker"

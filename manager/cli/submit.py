@@ -9,6 +9,7 @@ from manager.cli import jobfiles, submission
 from manager.cli.common import (
     EXIT_FAILED,
     CliError,
+    Duration,
     Target,
     connect_manager,
     connection_options,
@@ -95,10 +96,10 @@ async def _submit(target: Target, path: str, queue: str | None, wait: bool, time
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
-    default=120.0,
+    type=Duration(min=0),
+    default="2m",
     show_default=True,
-    help="Seconds to wait for placement.",
+    help="How long to wait for placement (a Go duration: 30s, 2m).",
 )
 @connection_options(namespace=False)
 def command(

@@ -9,6 +9,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -46,6 +48,28 @@ def render_text(renderable: Any, *, width: int = 200) -> str:
 def print_json(console: Console, rows: Any) -> None:
     """Dataclasses (or lists of them) as JSON, for ``--output json``."""
     console.print_json(json.dumps(to_plain(rows)))
+
+
+def print_yaml(rows: Any) -> None:
+    """Dataclasses (or lists of them) as YAML, for ``--output yaml``."""
+    click.echo(yaml.safe_dump(to_plain(rows), sort_keys=False, allow_unicode=True), nl=False)
+
+
+def print_data(console: Console, output: str, rows: Any) -> bool:
+    """``-o json`` or ``-o yaml``: print ``rows`` and return True; other formats: False."""
+    if output == "json":
+        print_json(console, rows)
+        return True
+    if output == "yaml":
+        print_yaml(rows)
+        return True
+    return False
+
+
+def print_names(names: Iterable[str]) -> None:
+    """``--output name``: one ``kind.group/name`` a line, as kubectl prints them."""
+    for name in names:
+        click.echo(name)
 
 
 def to_plain(value: Any) -> Any:

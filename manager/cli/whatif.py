@@ -18,7 +18,7 @@ from manager.cli.common import (
     target_of,
 )
 from manager.cli.manageradmission import Outcome
-from manager.cli.tables import print_json, table
+from manager.cli.tables import print_data, table
 
 
 def _manager_admission(p: prediction.Prediction) -> tuple[str, list[str]]:
@@ -81,8 +81,7 @@ async def _whatif(target: Target, path: str, queue: str | None, output: str) -> 
             await prediction.predict(api, job, namespace=target.namespace) for job in prepared
         ]
     out = console()
-    if output == "json":
-        print_json(out, predictions)
+    if print_data(out, output.lower(), predictions):
         return
     for index, p in enumerate(predictions):
         if index:
@@ -106,7 +105,7 @@ def command(
     output: str,
     kubeconfig: str | None,
     context: str | None,
-    namespace: str | None,
+    kfed_namespace: str | None,
 ) -> None:
     """Where the Job(s) in FILE would go now, without creating or changing anything.
 
@@ -115,7 +114,7 @@ def command(
     manager's queues, flavors and admitted workloads, whether it would be admitted now (within
     quota, borrowing, or by preempting) or wait, and with which flavors; then reads every
     worker of the queue's MultiKueueConfig with the kubeconfig from its Secret in
-    --namespace and prints the dispatcher's verdict for each (as federation.decisions.capacity
+    --kfed-namespace and prints the dispatcher's verdict for each (as federation.decisions.capacity
     evaluates it: same LocalQueue, a matching flavor, enough free quota; not connected,
     cordoned or drained workers are skipped) and the worker it would choose (best fit, then
     fewest waiting, then config order). Dispatches still in flight are not visible from
@@ -125,4 +124,4 @@ def command(
     Example:
       kfed whatif heavy-job.yaml
     """
-    run(_whatif(target_of(kubeconfig, context, namespace), file, queue, output))
+    run(_whatif(target_of(kubeconfig, context, kfed_namespace), file, queue, output))

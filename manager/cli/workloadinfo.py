@@ -63,8 +63,45 @@ def workload_rows(items: list[Obj], *, now: float) -> list[WorkloadRow]:
     return rows
 
 
-async def list_workloads(api: KubeApi, namespace: str | None, *, now: float) -> list[WorkloadRow]:
-    return workload_rows((await api.list(R.WORKLOADS, namespace))["items"], now=now)
+async def list_workloads(
+    api: KubeApi, namespace: str | None, *, now: float, selector: str | None = None
+) -> list[WorkloadRow]:
+    return workload_rows(await list_workload_objects(api, namespace, selector), now=now)
+
+
+async def list_workload_objects(
+    api: KubeApi, namespace: str | None, selector: str | None = None
+) -> list[Obj]:
+    """The manager's Workloads (None: every namespace), filtered by a label selector by the
+    API server."""
+    if selector:
+        return list((await api.list(R.WORKLOADS, namespace, label_selector=selector))["items"])
+    return list((await api.list(R.WORKLOADS, namespace))["items"])
+
+
+STATES = ("pending", "reserved", "admitted", "running", "finished", "evicted")
+"""``kfed workloads --state``: the STATE column, lower-case; ``running`` is ``admitted``
+(admitted by the manager and placed on a worker, where its job runs)."""
+
+
+def state_matches(row: WorkloadRow, states: tuple[str, ...]) -> bool:
+    """Whether a row's state is one of ``states`` (--state values; none: every row)."""
+    if not states:
+        return True
+    wanted = {"admitted" if s.lower() == "running" else s.lower() for s in states}
+    return row.state.lower() in wanted
+
+
+def wide_columns(wl: Obj) -> tuple[str, str, str]:
+    """``-o wide``'s extra columns: the ClusterQueue of its admission, its priority, and the
+    job it was made for (Kind/name)."""
+    status = wl.get("status") or {}
+    cluster_queue = str((status.get("admission") or {}).get("clusterQueue") or "")
+    priority = (wl.get("spec") or {}).get("priority")
+    owners = (wl.get("metadata") or {}).get("ownerReferences") or []
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    job = f"{owner.get('kind')}/{owner.get('name')}" if owner else ""
+    return cluster_queue, "" if priority is None else str(priority), job
 
 
 # -- explain ---------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import click
 from rich.console import Group
@@ -15,51 +16,71 @@ from manager.cli.common import (
     connect_manager,
     connection_options,
     console,
+    namespace_options,
+    objects_namespace,
     output_option,
     run,
     split_key,
     target_of,
 )
-from manager.cli.tables import print_json, table, to_plain
+from manager.cli.tables import print_data, print_names, table, to_plain
 from manager.kube import resources as R
+
+Obj = dict[str, Any]
 
 # -- workloads -------------------------------------------------------------------------------
 
 
 async def _workloads(
-    target: Target, namespace: str | None, output: str, visibility_url: str | None
+    target: Target,
+    namespace: str | None,
+    output: str,
+    visibility_url: str | None,
+    selector: str | None = None,
+    states: tuple[str, ...] = (),
 ) -> None:
     async with await connect_manager(target) as api:
-        rows = await workloadinfo.list_workloads(api, namespace, now=time.time())
+        items = await workloadinfo.list_workload_objects(api, namespace, selector)
+        now = time.time()
+        pairs = [
+            (row, wl)
+            for row, wl in zip(
+                workloadinfo.workload_rows(items, now=now), _sorted(items), strict=True
+            )
+            if workloadinfo.state_matches(row, states)
+        ]
+        rows = [row for row, _ in pairs]
         found = positions.Positions()
-        if any(r.state == "Pending" for r in rows):
+        if output not in ("name",) and any(r.state == "Pending" for r in rows):
             queues = [q["metadata"]["name"] for q in (await api.list(R.CLUSTER_QUEUES))["items"]]
             found = await positions.read_positions(api, queues, direct_url=visibility_url)
     out = console()
     place = {
         f"{r.namespace}/{r.name}": found.by_workload.get(f"{r.namespace}/{r.name}") for r in rows
     }
-    if output == "json":
-        print_json(
-            out,
-            [
-                {
-                    **to_plain(r),
-                    "positionInClusterQueue": None if p is None else p[0],
-                    "positionInLocalQueue": None if p is None else p[1],
-                }
-                for r, p in zip(rows, place.values(), strict=True)
-            ],
-        )
+    data = [
+        {
+            **to_plain(r),
+            "positionInClusterQueue": None if p is None else p[0],
+            "positionInLocalQueue": None if p is None else p[1],
+        }
+        for r, p in zip(rows, place.values(), strict=True)
+    ]
+    if print_data(out, output, data):
+        return
+    if output == "name":
+        print_names(f"workload.kueue.x-k8s.io/{r.name}" for r in rows)
         return
     if not rows:
         where = f"in namespace {namespace}" if namespace else "in any namespace"
         out.print(f"no workloads {where}")
         return
+    wide = output == "wide"
     headers = ("kind", "queue", "flavor", "cluster", "state", "position", "age")
+    extra = ("clusterqueue", "priority", "job") if wide else ()
     out.print(
         table(
-            ("name", *headers) if namespace else ("namespace", "name", *headers),
+            ("name", *headers, *extra) if namespace else ("namespace", "name", *headers, *extra),
             (
                 (
                     *(() if namespace else (r.namespace,)),
@@ -71,8 +92,9 @@ async def _workloads(
                     r.state,
                     positions.describe(place[f"{r.namespace}/{r.name}"]),
                     r.age,
+                    *(workloadinfo.wide_columns(wl) if wide else ()),
                 )
-                for r in rows
+                for r, wl in pairs
             ),
         )
     )
@@ -80,20 +102,27 @@ async def _workloads(
         out.print(f"positions not shown: {found.unavailable}", style="dim")
 
 
+def _sorted(items: list[Obj]) -> list[Obj]:
+    """In the order of workload_rows."""
+    return sorted(items, key=lambda w: (w["metadata"]["namespace"], w["metadata"]["name"]))
+
+
 @click.command("workloads")
+@namespace_options(all_namespaces=True)
 @click.option(
-    "--all-namespaces",
-    "-A",
-    "all_namespaces",
-    is_flag=True,
-    help="Workloads of every namespace (adds a NAMESPACE column).",
+    "--selector",
+    "-l",
+    default=None,
+    metavar="SELECTOR",
+    help="Only Workloads with these labels, as in kubectl (e.g. -l team=ml,tier!=batch); "
+    "the API server filters.",
 )
 @click.option(
-    "--namespace",
-    "-n",
-    default="default",
-    show_default=True,
-    help="Namespace of the workloads (the Jobs' namespace, as in kubectl; not kfed's namespace).",
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice(workloadinfo.STATES, case_sensitive=False),
+    help="Only workloads in this state (repeatable; running = admitted).",
 )
 @click.option(
     "--visibility-url",
@@ -106,7 +135,9 @@ async def _workloads(
 @connection_options(namespace=False)
 def workloads_command(
     all_namespaces: bool,
-    namespace: str,
+    namespace: str | None,
+    selector: str | None,
+    states: tuple[str, ...],
     visibility_url: str | None,
     output: str,
     kubeconfig: str | None,
@@ -119,14 +150,22 @@ def workloads_command(
     (Pending: waiting for quota; Reserved: quota held, waiting for a worker to admit it;
     Admitted: admitted and placed; Finished; Evicted: lost its admission and requeued),
     POSITION (a pending workload's place in line in its ClusterQueue, and in its LocalQueue,
-    from Kueue's visibility API), AGE.
+    from Kueue's visibility API), AGE; -o wide adds CLUSTERQUEUE, PRIORITY and JOB.
+
+    \b
+    Examples:
+      kfed workloads -A --state pending
+      kfed workloads -n ml-jobs -l team=vision -o name
     """
+    target = target_of(kubeconfig, context)
     run(
         _workloads(
-            target_of(kubeconfig, context),
-            None if all_namespaces else namespace,
-            output,
+            target,
+            objects_namespace(target, namespace, all_namespaces),
+            output.lower(),
             visibility_url,
+            selector,
+            states,
         )
     )
 
@@ -184,9 +223,7 @@ async def _explain(target: Target, key: str, output: str) -> None:
             job = await workloadinfo.owner_job(api, workload)
     explanation = workloadinfo.explain(workload, job)
     out = console()
-    if output == "json":
-        print_json(out, explanation)
-    else:
+    if not print_data(out, output.lower(), explanation):
         out.print(render_explanation(explanation))
 
 

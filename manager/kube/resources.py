@@ -70,7 +70,13 @@ CRDS = Resource(
 RESOURCE_CLAIM_TEMPLATES = Resource(
     "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
 )
-"""Read when a Workload is created, to charge its pods' device claims (api/dra.py)."""
+"""Read when a Workload is created, to charge its pods' device claims (api/dra.py); copied
+with a workload's Job to the worker that runs it."""
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True)
+DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+"""A worker's devices, what is allocated of them and how they are selected: the manager's
+view of a worker for placement by devices (federation/decisions/devices.py)."""
 MUTATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io",
     "v1",

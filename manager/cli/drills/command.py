@@ -34,12 +34,16 @@ from manager.cli.common import (
     EXIT_FAILED,
     EXIT_UNREACHABLE,
     CliError,
+    Duration,
     Target,
     connect_dict,
     connect_manager,
     connection_options,
     console,
+    format_duration,
+    renamed_option,
     run,
+    take_renamed,
     target_of,
     usage_error,
 )
@@ -455,6 +459,9 @@ def _queue_key(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+_OLD_REPORT = "kfed.drill.output"
+
+
 def drill_options(f: F) -> F:
     """The options every drill takes (after its own)."""
     for option in reversed(
@@ -495,26 +502,28 @@ def drill_options(f: F) -> F:
             ),
             click.option(
                 "--timeout",
-                type=click.FloatRange(min=1),
-                default=DEFAULT_TIMEOUT,
+                type=Duration(min=1),
+                default=format_duration(DEFAULT_TIMEOUT),
                 show_default=True,
-                help="Seconds each phase may take: placing the probes, the probes running "
-                "elsewhere after the break, the cluster Active again after restoring.",
+                help="How long (a Go duration: 90s, 5m) each phase may take: placing the "
+                "probes, the probes running elsewhere after the break, the cluster Active "
+                "again after restoring.",
             ),
             click.option(
                 "--hold",
-                type=click.FloatRange(min=0),
+                type=Duration(min=0),
                 default=None,
-                metavar="SECONDS",
-                help="Restore the cluster after this long even if the probes have not moved "
-                "(default: --timeout). Under at-most-once they stay until it is back.",
+                help="Restore the cluster after this long (a Go duration: 30s, 2m) even if "
+                "the probes have not moved (default: --timeout). Under at-most-once they "
+                "stay until it is back.",
             ),
             click.option(
                 "--interval",
-                type=click.FloatRange(min=0.05, max=5),
-                default=DEFAULT_INTERVAL,
+                type=Duration(min=0.05, max=5),
+                default=format_duration(DEFAULT_INTERVAL),
                 show_default=True,
-                help="Seconds between two reads of each cluster: the precision of the times.",
+                help="Time (a Go duration: 500ms, 1s) between two reads of each cluster: the "
+                "precision of the times.",
             ),
             click.option(
                 "--plot",
@@ -527,8 +536,19 @@ def drill_options(f: F) -> F:
             click.option(
                 "--output",
                 "-o",
+                "old_output",
                 default=None,
-                metavar="PATH",
+                hidden=True,
+                expose_value=False,
+                callback=renamed_option("--output/-o", "--report", _OLD_REPORT),
+                help="Deprecated: --report.",
+            ),
+            click.option(
+                "--report",
+                "output",
+                default=None,
+                callback=take_renamed(_OLD_REPORT),
+                metavar="FILE|DIR",
                 help="Where to write the JSON report: a file, or a directory for the default "
                 "name drill-<kind>-<cluster>-<UTC time>.json (default: the current directory).",
             ),
@@ -551,7 +571,7 @@ def group() -> None:
          clusters while they are placed, removed once they run) and waits until they run;
       3. breaks the cluster (partition, outage) or drains it (maintenance);
       4. reads every worker directly (kubeconfigs from their Secrets) and the manager every
-         --interval seconds: when the manager notices, when each probe stops on the cluster,
+         --interval: when the manager notices, when each probe stops on the cluster,
          is re-dispatched and runs elsewhere, and whether a probe ever ran on two clusters at
          once (a double run);
       5. restores the cluster (also on errors and Ctrl-C), waits until it is Active again and
@@ -624,16 +644,16 @@ def outage(break_command: str | None, restore_command: str | None, **kw: Any) ->
     \b
     Under the at-most-once policy (kfed's default) the probes of a cluster that is really
     down do not move: nothing can prove their copies stopped. Pass --hold to restore it
-    after that many seconds; each probe must then run on there (resumed) or elsewhere,
+    after that long; each probe must then run on there (resumed) or elsewhere,
     never on two clusters at once.
 
     \b
     Examples:
       kfed drill outage --cluster worker-1
-      kfed drill outage --cluster worker-1 --hold 30 \\
+      kfed drill outage --cluster worker-1 --hold 30s \\
         --break-command 'docker pause worker-1-control-plane' \\
         --restore-command 'docker unpause worker-1-control-plane'
-      kfed drill outage --cluster worker-1 --hold 30 \\
+      kfed drill outage --cluster worker-1 --hold 30s \\
         --break-command 'python -m e2e stop --name demo --cluster worker-1 --kill' \\
         --restore-command 'python -m e2e start --name demo --cluster worker-1'
     """
@@ -667,7 +687,7 @@ def maintenance(**kw: Any) -> None:
 )
 @connection_options()
 def restore(
-    cluster: str, kubeconfig: str | None, context: str | None, namespace: str | None
+    cluster: str, kubeconfig: str | None, context: str | None, kfed_namespace: str | None
 ) -> None:
     """Put back what an interrupted drill (killed before it could restore) left on --cluster.
 
@@ -675,11 +695,11 @@ def restore(
     annotation kfed.io/drill), uncordons a drill's drain, and deletes every probe Job
     (label kfed.io/drill-run) left on the manager. Safe to run when nothing is left.
     """
-    run(_restore(target_of(kubeconfig, context, namespace), cluster))
+    run(_restore(target_of(kubeconfig, context, kfed_namespace), cluster))
 
 
 def _main(kind: str, kw: dict[str, Any], **extra: Any) -> None:
-    target = target_of(kw.pop("kubeconfig"), kw.pop("context"), kw.pop("namespace"))
+    target = target_of(kw.pop("kubeconfig"), kw.pop("context"), kw.pop("kfed_namespace"))
     opts = DrillOptions(kind=kind, **kw, **extra)
     code = run(_drill(target, opts))
     if code:

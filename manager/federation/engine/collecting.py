@@ -64,6 +64,7 @@ class Collector:
             key = ws.key_of(copy_)
             await self._judge(leftovers.Moment.RETURNING, remote, copy_, jobs.get(key, []))
         await self._collect_orphan_jobs(remote)
+        await self._collect_orphan_templates(remote)
 
     def _keep_ended(
         self, remote: RemoteCluster, key: str, copy_: Obj, jobs: list[tuple[JobKind, Obj]]
@@ -138,6 +139,46 @@ class Collector:
             for copy_ in list(remote.workloads().items()):
                 removed += await self._judge(leftovers.Moment.SWEEP, remote, copy_)
             removed += await self._collect_orphan_jobs(remote)
+            removed += await self._collect_orphan_templates(remote)
+        return removed
+
+    async def _collect_orphan_templates(self, remote: RemoteCluster) -> int:
+        """Our ResourceClaimTemplates on a worker whose workload has no copy there and is not
+        placed there (left by a copy deleted while the worker was unreachable, or whose
+        deletion failed): one listing of ours per sweep, on workers that serve DRA."""
+        if not remote.serves_devices:
+            return 0
+        try:
+            listed = await remote.api.list(
+                R.RESOURCE_CLAIM_TEMPLATES, label_selector=remote.origin_selector
+            )
+        except errors.KubeError as err:
+            log.info("listing our ResourceClaimTemplates on %s: %s", remote.name, err)
+            return 0
+        removed = 0
+        for template in listed["items"]:
+            meta = template["metadata"]
+            workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL, "")
+            key = f"{meta['namespace']}/{workload}"
+            facts = self.workload_facts(key)
+            if meta.get("deletionTimestamp") or remote.workloads().get(key) is not None:
+                continue
+            if facts.exists and remote.name in facts.placed_on:
+                continue
+            log.info(
+                "collecting orphan ResourceClaimTemplate %s/%s on %s",
+                meta["namespace"],
+                meta["name"],
+                remote.name,
+            )
+            with contextlib.suppress(errors.KubeError):
+                await remote.api.delete(
+                    R.RESOURCE_CLAIM_TEMPLATES,
+                    meta["name"],
+                    meta["namespace"],
+                    uid=meta.get("uid"),
+                )
+            removed += 1
         return removed
 
     async def _collect_orphan_jobs(self, remote: RemoteCluster) -> int:

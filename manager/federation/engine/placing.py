@@ -16,11 +16,18 @@ import time
 from collections import OrderedDict
 
 from manager.api import constants as C
-from manager.api import quantity
+from manager.api import dra, quantity
 from manager.controllers import conditions, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.federation.decisions import capacity, choosing, eligibility, many, references
+from manager.federation.decisions import (
+    capacity,
+    choosing,
+    devices,
+    eligibility,
+    many,
+    references,
+)
 from manager.federation.decisions.eligibility import WorkerEligibility
 from manager.federation.engine import workloadview
 from manager.federation.engine.lookups import Lookups
@@ -28,12 +35,16 @@ from manager.federation.engine.records import Placement, Stats
 from manager.federation.engine.writes import Writes
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, DispatchMode
 from manager.federation.workers.remote import RemoteCluster
+from manager.kube import errors
+from manager.kube import resources as R
 from manager.kube.api import Obj
 
 log = logging.getLogger(__name__)
 
 TOLD_REFUSALS = 4096
 """Refusals for references remembered (workload, worker), so each is told by one Event."""
+DEVICE_NEEDS = 4096
+"""Workloads whose device requests (read from their ResourceClaimTemplates) are remembered."""
 
 
 def _admitted_at(remote_wl: Obj) -> str:
@@ -51,6 +62,10 @@ class Placer:
         self.settings = look.settings
         self.records = look.records
         self._told_refusals: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._needs: OrderedDict[str, tuple[tuple[object, ...], devices.Need]] = OrderedDict()
+        self._inventories: dict[str, tuple[int, devices.Inventory, dict[str, tuple[str, ...]]]]
+        self._inventories = {}
+        self._taken: dict[str, tuple[int, devices.Taken]] = {}
 
     # -- what the workload needs and where it may go ----------------------------------------
 
@@ -139,8 +154,67 @@ class Placer:
             )
         return refusal
 
-    def candidates(self, obj: Obj, clusters: list[str]) -> list[capacity.Candidate]:
-        """Every worker of the config, evaluated for this workload."""
+    async def device_need(self, obj: Obj) -> devices.Need:
+        """What each pod of the workload asks of a worker's devices: its pod sets' claims
+        from the namespace's ResourceClaimTemplates as they are on the manager (read once
+        per workload and admission, and remembered), times the admitted pod counts."""
+        pod_sets = (obj.get("spec") or {}).get("podSets") or []
+        names = dra.template_names(pod_sets)
+        if not names:
+            return devices.Need()
+        admission = ws.status_of(obj).get("admission") or {}
+        pods = {
+            str(psa.get("name", "")): int(psa["count"])
+            for psa in admission.get("podSetAssignments") or []
+            if psa.get("count") is not None
+        }
+        meta = obj["metadata"]
+        key = ws.key_of(obj)
+        stamp = (meta.get("uid"), tuple(sorted(pods.items())))
+        known = self._needs.get(key)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        templates: dict[str, Obj] = {}
+        for name in names:
+            try:
+                templates[name] = await self.state.api.get(
+                    R.RESOURCE_CLAIM_TEMPLATES, name, meta["namespace"]
+                )
+            except errors.NotFound:
+                log.info("workload %s: ResourceClaimTemplate %s not found", key, name)
+        need = devices.need_of(pod_sets, templates, pods)
+        self._needs[key] = (stamp, need)
+        self._needs.move_to_end(key)
+        while len(self._needs) > DEVICE_NEEDS:
+            self._needs.popitem(last=False)
+        return need
+
+    def worker_devices(self, remote: RemoteCluster) -> devices.WorkerDevices | None:
+        """The worker's devices as the check reads them, from its informers; the inventory
+        rebuilt only when its slices or classes changed, what is taken when its claims did."""
+        if not remote.serves_devices:
+            return None
+        slices, claims, classes = remote.device_objects()
+        inv = self._inventories.get(remote.name)
+        if inv is None or inv[0] != remote.device_generation:
+            inv = (
+                remote.device_generation,
+                devices.inventory(slices),
+                devices.device_classes(classes),
+            )
+            self._inventories[remote.name] = inv
+        held = self._taken.get(remote.name)
+        if held is None or held[0] != remote.claims_generation:
+            held = (remote.claims_generation, devices.taken(claims))
+            self._taken[remote.name] = held
+        return devices.WorkerDevices(inv[1], held[1], inv[2])
+
+    def candidates(
+        self, obj: Obj, clusters: list[str], need: devices.Need | None = None
+    ) -> list[capacity.Candidate]:
+        """Every worker of the config, evaluated for this workload: quota, then (for a
+        workload that claims devices, ``need``) whether every pod gets its devices on one
+        node there."""
         request = self.request(obj)
         allowed = self.allowed(obj)
         result = []
@@ -150,11 +224,14 @@ class Placer:
             if refused is not None or remote is None:
                 result.append(refused or capacity.Candidate(name, False, "not connected"))
                 continue
-            result.append(
-                capacity.evaluate(
-                    self.worker_view(remote, order), request, self.state.flavors.cache
-                )
+            candidate = capacity.evaluate(
+                self.worker_view(remote, order), request, self.state.flavors.cache
             )
+            if need:
+                candidate = devices.evaluate(
+                    candidate, self.worker_devices(remote), need, serves=remote.serves_devices
+                )
+            result.append(candidate)
         return result
 
     # -- placing -------------------------------------------------------------------------
@@ -210,9 +287,10 @@ class Placer:
                     return await self._nominate_if_waiting(obj, check, placement, verdict.after)
             await self._withdraw(key, obj, placement.cluster, delete=verdict.delete_copy)
 
+        need = await self.device_need(obj)
         facts = choosing.ChoosingFacts(
             now=time.monotonic(),
-            candidates=tuple(self.candidates(obj, clusters)),
+            candidates=tuple(self.candidates(obj, clusters, need)),
             tried=frozenset(record.tried),
             unplaceable_since=record.unplaceable_since,
             dispatch_deadline=self.settings.dispatch_deadline,

@@ -1,5 +1,6 @@
 """The copies the manager creates on a worker: a Workload (created first, so the worker
-admits it under its own quotas) and, once it is admitted, the job that runs it.
+admits it under its own quotas) and, once it is admitted, the job that runs it, with the
+ResourceClaimTemplates its pods claim devices from (created just before the job).
 
 Both carry the origin label (so watches and garbage collection find only ours, and several
 managers can share a worker), the job names its Workload in the prebuilt-workload label, and
@@ -72,4 +73,19 @@ def remote_job(
         "kind": kind.resource.kind,
         "metadata": out_meta,
         "spec": kind.spec_for_worker(manager_job),
+    }
+
+
+def remote_claim_template(manager_template: Obj, *, workload_name: str, origin: str) -> Obj:
+    """A ResourceClaimTemplate of the job, for the worker that runs its copy: same name and
+    namespace (the pods name it), its spec as it is on the manager, labelled as ours and as
+    made for this workload (so it is removed with the copy, and a same-named one that is
+    not ours is never taken for ours)."""
+    out_meta = _copy_meta(manager_template["metadata"], origin, {})
+    out_meta["labels"][C.PREBUILT_WORKLOAD_LABEL] = workload_name
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": out_meta,
+        "spec": copy.deepcopy(manager_template.get("spec") or {}),
     }

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
+from manager.api import dra
 from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
@@ -251,6 +252,7 @@ class Writes:
                 pass
             except errors.KubeError as err:
                 log.info("deleting our job of %s on %s: %s", key, remote.name, err)
+        await self.delete_claim_templates(remote, key, obj)
         try:
             await remote.api.delete(R.WORKLOADS, name, namespace)
         except errors.NotFound:
@@ -325,6 +327,10 @@ class Writes:
             assert earlier is not None
             return await self.wait_for_earlier_job(obj, check, remote, earlier)
         if job is not None and there is samename.SameName.NONE:
+            # Its pods' ResourceClaimTemplates first: the pods name them when they are made.
+            not_yet = await self.claim_templates_there(key, obj, check, remote)
+            if not_yet is not None:
+                return not_yet
             body = remoteobjects.remote_job(
                 job,
                 workload_name=obj["metadata"]["name"],
@@ -353,6 +359,87 @@ class Writes:
         if written is not None:
             self._placed(key, written, remote.name)
         return None
+
+    async def claim_templates_there(
+        self, key: str, obj: Obj, check: str, remote: RemoteCluster
+    ) -> float | None:
+        """The ResourceClaimTemplates the workload's pods claim devices from, created on
+        the worker that admitted its copy (None: all there, ours, made for it; else the
+        seconds before trying again). Created here, just before the Job and after every
+        other copy was deleted, rather than with the copy: only the one worker that runs
+        it ever gets them, and a same-named one that is not ours is found before any pod
+        could be made from it. As for Jobs (``samename.judge``): one kfed did not create
+        is never touched and the worker is refused with the reason; ours for an earlier
+        workload is waited for (its copy's removal deletes it)."""
+        names = dra.template_names((obj.get("spec") or {}).get("podSets") or [])
+        namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+        what = "ResourceClaimTemplate"
+        for template_name in names:
+            try:
+                source = await self.state.api.get(
+                    R.RESOURCE_CLAIM_TEMPLATES, template_name, namespace
+                )
+            except errors.NotFound:
+                await self.set_check(
+                    obj,
+                    check,
+                    "Pending",
+                    f"admitted on {remote.name}; its {what} {namespace}/{template_name} is gone "
+                    "from the manager: its pods could not claim their devices there (create it "
+                    "again)",
+                )
+                return 5.0
+            body = remoteobjects.remote_claim_template(
+                source, workload_name=name, origin=self.settings.origin
+            )
+            try:
+                await remote.api.create(R.RESOURCE_CLAIM_TEMPLATES, body, namespace)
+                self._created(remote, obj, what)
+                continue
+            except errors.AlreadyExists:
+                existing = await self.read_remote(remote, R.RESOURCE_CLAIM_TEMPLATES, body)
+            except errors.KubeError as err:
+                log.info("creating %s %s on %s failed: %s", what, template_name, remote.name, err)
+                return 1.0
+            match samename.judge(existing, origin=self.settings.origin, workload_name=name):
+                case samename.SameName.NONE:
+                    return 0.5  # deleted meanwhile: create it on the next pass
+                case samename.SameName.FOREIGN:
+                    assert existing is not None
+                    return await self.refuse_worker(key, obj, check, remote, what, existing)
+                case samename.SameName.EARLIER:
+                    assert existing is not None
+                    return await self.wait_for_earlier_job(obj, check, remote, existing, what)
+        return None
+
+    async def delete_claim_templates(
+        self, remote: RemoteCluster, key: str, obj: Obj | None
+    ) -> None:
+        """Our ResourceClaimTemplates made for the workload ``key`` on ``remote`` (read first:
+        one that is not ours, or ours for another workload, is left alone). The names come
+        from the workload or its copy there; with neither, the garbage collection finds
+        them by their labels."""
+        if not remote.serves_devices:
+            return
+        namespace, name = key.split("/", 1)
+        source = obj if obj is not None else remote.workloads().get(key)
+        names = dra.template_names(((source or {}).get("spec") or {}).get("podSets") or [])
+        for template_name in names:
+            body = {"metadata": {"name": template_name, "namespace": namespace}}
+            try:
+                there = await self.read_remote(remote, R.RESOURCE_CLAIM_TEMPLATES, body)
+                if samename.judge(there, origin=self.settings.origin, workload_name=name) is (
+                    samename.SameName.OURS
+                ):
+                    assert there is not None
+                    await remote.api.delete(
+                        R.RESOURCE_CLAIM_TEMPLATES,
+                        template_name,
+                        namespace,
+                        uid=there["metadata"].get("uid"),
+                    )
+            except errors.KubeError as err:
+                log.info("deleting %s %s on %s: %s", "template", template_name, remote.name, err)
 
     def _placed(self, key: str, written: Obj, cluster: str) -> None:
         """Count and trace a placement: dispatch latency from the manager's reservation."""
@@ -389,17 +476,18 @@ class Writes:
         return 0.1
 
     async def wait_for_earlier_job(
-        self, obj: Obj, check: str, remote: RemoteCluster, earlier: Obj
+        self, obj: Obj, check: str, remote: RemoteCluster, earlier: Obj, kind: str = "Job"
     ) -> float:
-        """A Job of this name that an earlier workload left on the worker (being deleted, or
-        to be collected) must be gone before ours is created: never adopt it."""
+        """A Job (or ResourceClaimTemplate) of this name that an earlier workload left on the
+        worker (being deleted, or to be collected) must be gone before ours is created:
+        never adopt it."""
         meta = earlier["metadata"]
         how = "being deleted" if meta.get("deletionTimestamp") else "not yet collected"
         await self.set_check(
             obj,
             check,
             "Pending",
-            f"admitted on {remote.name}; waiting for the Job {meta['namespace']}/{meta['name']} "
+            f"admitted on {remote.name}; waiting for the {kind} {meta['namespace']}/{meta['name']} "
             f"of an earlier workload to be removed there ({how})",
         )
         return 1.0

@@ -72,6 +72,14 @@ FEDERATED_KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET, RAYCLUSTER, TRAINJOB)
 that kind (its CRD is installed there)."""
 KINDS_RECHECK_SECONDS = 30.0
 """How often a connected worker is asked again which of those kinds it serves."""
+DEVICE_INFORMERS: dict[str, R.Resource] = {
+    "resourceslices": R.RESOURCE_SLICES,
+    "resourceclaims": R.RESOURCE_CLAIMS,
+    "deviceclasses": R.DEVICE_CLASSES,
+}
+"""A worker's DRA objects, followed while it serves ``resource.k8s.io/v1`` (placement by
+devices, decisions/devices.py): every ResourceSlice and DeviceClass, and every ResourceClaim
+(any namespace: a device is taken whoever claimed it)."""
 
 
 def workload_keys_of_job(job: Obj) -> list[str]:
@@ -121,6 +129,11 @@ class RemoteCluster:
     shim_lease: lease.LeaseObserver = field(default_factory=lease.LeaseObserver)
     manager_identity: str | None = None
     """The manager cluster's identity: a worker with the same one is the manager itself."""
+    device_generation: int = 0
+    """Bumped on every change of its slices or classes (what the device inventory is made
+    of), so that the dispatcher rebuilds that inventory only when it changed."""
+    claims_generation: int = 0
+    """Bumped on every change of its ResourceClaims (what is allocated)."""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _shim_renewals_seen: int = 0
     _could_fence: bool = False
@@ -201,6 +214,45 @@ class RemoteCluster:
             self.informers[name] = informer
             self._tasks.append(asyncio.create_task(informer.run(), name=f"{self.name}/{name}"))
             log.info("worker %s serves %s: following ours there", self.name, kind.resource.kind)
+
+    @property
+    def serves_devices(self) -> bool:
+        """It serves resource.k8s.io/v1 and we follow its devices there."""
+        return all(name in self.informers for name in DEVICE_INFORMERS)
+
+    def device_objects(self) -> tuple[list[Obj], list[Obj], list[Obj]]:
+        """Its ResourceSlices, ResourceClaims and DeviceClasses as the informers hold them
+        (empty while it serves no DRA)."""
+        if not self.serves_devices:
+            return [], [], []
+        return (
+            self.informers["resourceslices"].items(),
+            self.informers["resourceclaims"].items(),
+            self.informers["deviceclasses"].items(),
+        )
+
+    async def _follow_devices(self) -> None:
+        """Follow its DRA objects once it serves resource.k8s.io/v1 (discovery, as for the
+        kinds of job)."""
+        if self.serves_devices or not await discovery.serves(self.api, R.RESOURCE_SLICES):
+            return
+        for name, resource in DEVICE_INFORMERS.items():
+            informer = Informer(self.api, resource)
+            if name == "resourceclaims":
+                informer.subscribe(lambda _: self._claims_changed())
+            else:
+                informer.subscribe(lambda _: self._devices_changed())
+            self.informers[name] = informer
+            self._tasks.append(asyncio.create_task(informer.run(), name=f"{self.name}/{name}"))
+        log.info("worker %s serves %s: following its devices", self.name, R.RESOURCE_SLICES.group)
+
+    def _devices_changed(self) -> None:
+        self.device_generation += 1
+        self._capacity_changed()
+
+    def _claims_changed(self) -> None:
+        self.claims_generation += 1
+        self._capacity_changed()
 
     def _observe_shim(self) -> None:
         obj = self.informers["leases"].get(f"{self.settings.namespace}/{SHIM_HEARTBEAT_LEASE}")
@@ -312,6 +364,7 @@ class RemoteCluster:
             await self.api.request("GET", "/version")
             await self.ensure_namespace(self.settings.namespace)
             await self._follow_served_kinds()
+            await self._follow_devices()
         async with asyncio.timeout(30):
             await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
         if self.state.lost_since is not None and self.on_reconnect is not None:
@@ -361,6 +414,7 @@ class RemoteCluster:
                 kinds_checked = time.monotonic()
                 async with asyncio.timeout(self.settings.request_timeout * 2):
                     await self._follow_served_kinds()
+                    await self._follow_devices()
             await asyncio.sleep(self.settings.lease_renew_period)
 
     async def _renew(self) -> None:

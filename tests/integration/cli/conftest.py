@@ -28,7 +28,7 @@ T = TypeVar("T")
 Obj = dict[str, Any]
 
 NO_FED_NAMESPACE = {"submit", "workloads", "explain"}
-"""Commands without kfed's --namespace (theirs is the Jobs' namespace, or none)."""
+"""Commands without --kfed-namespace (kfed's namespace: they read none)."""
 
 
 @dataclass
@@ -70,7 +70,7 @@ class Kfed:
     def __call__(self, *args: str, input: str | None = None) -> Result:
         extra = ["--kubeconfig", str(self.manager_kubeconfig)]
         if args[0] not in NO_FED_NAMESPACE:
-            extra += ["--namespace", self.namespace]
+            extra += ["--kfed-namespace", self.namespace]
         return CliRunner().invoke(main, [*args, *extra], input=input, prog_name="kfed")
 
 

@@ -216,7 +216,7 @@ def test_add_waits_for_active_and_shows_the_workers_capacity(
             ]
         },
     )
-    result = kfed(*add, "--timeout", "0.5")
+    result = kfed(*add, "--timeout", "500ms")
     assert result.exit_code == 1
     assert (
         "is not Active after 0.5s: Active=False ClientConnectionFailed: dial tcp" in result.stderr
@@ -238,7 +238,7 @@ def test_add_waits_for_active_and_shows_the_workers_capacity(
             ]
         },
     )
-    result = kfed(*add, "--timeout", "10")
+    result = kfed(*add, "--timeout", "10s")
     assert result.exit_code == 0, result.output
     assert f"{name} is Active: Connected" in result.stdout
     row = next(line.split() for line in result.stdout.splitlines() if line.startswith(cq))

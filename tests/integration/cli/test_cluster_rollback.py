@@ -31,7 +31,7 @@ def test_a_refused_new_worker_leaves_nothing_behind(
 
     result = kfed(
         "cluster", "add", name, "--kubeconfig-file", worker_1, "--config", config,
-        "--timeout", "0.5",
+        "--timeout", "500ms",
     )  # fmt: skip
 
     assert result.exit_code == 1, result.output
@@ -68,7 +68,7 @@ def test_a_refused_add_puts_back_what_was_there_and_deletes_none_of_it(
     # another worker refused: out of the config again, which keeps the first
     result = kfed(
         "cluster", "add", other, "--kubeconfig-file", worker_2, "--config", config,
-        "--timeout", "0.5",
+        "--timeout", "500ms",
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     assert (
@@ -85,7 +85,7 @@ def test_a_refused_add_puts_back_what_was_there_and_deletes_none_of_it(
     # the first worker re-added with another kubeconfig and refused: its Secret as it was
     result = kfed(
         "cluster", "add", kept, "--kubeconfig-file", worker_2, "--config", config,
-        "--timeout", "0.5",
+        "--timeout", "500ms",
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     assert f"updated Secret {kfed.namespace}/{kept}" in result.stdout
@@ -113,7 +113,7 @@ def test_a_worker_already_registered_and_refused_again_is_kept(
     add = ("cluster", "add", name, "--kubeconfig-file", str(kueue_crds.kubeconfig("worker-1")))
     assert kfed(*add, "--config", config, "--no-wait").exit_code == 0
 
-    result = kfed(*add, "--config", config, "--timeout", "0.5")
+    result = kfed(*add, "--config", config, "--timeout", "500ms")
 
     assert result.exit_code == 1, result.output
     assert "it had changed nothing on the manager" in result.stderr

@@ -102,12 +102,12 @@ def test_submit_waits_for_placement_and_prints_the_cluster(
     heavy = objects.job_yaml(
         queue_ns, "heavy-job", gpus=4, labels={C.PREBUILT_WORKLOAD_LABEL: placed}
     )
-    result = kfed("submit", "-", "--queue", "gpu-lq", "--timeout", "20", input=heavy)
+    result = kfed("submit", "-", "--queue", "gpu-lq", "--timeout", "20s", input=heavy)
     assert result.exit_code == 0, result.output
     assert f"{queue_ns}/heavy-job -> worker-2" in result.stdout
 
     stuck = objects.job_yaml(queue_ns, "waiting-job", labels={C.PREBUILT_WORKLOAD_LABEL: waiting})
-    result = kfed("submit", "-", "--queue", "gpu-lq", "--timeout", "0.5", input=stuck)
+    result = kfed("submit", "-", "--queue", "gpu-lq", "--timeout", "500ms", input=stuck)
     assert result.exit_code == 1
     assert (
         f"{queue_ns}/waiting-job: not placed after 0.5s: pending: insufficient unused quota"

@@ -282,7 +282,7 @@ async def test_a_federation_runs_on_the_deployed_service_accounts_alone(
             [
                 *("cluster", "add", worker_name),
                 *("--kubeconfig-file", str(identities.kubeconfigs["remote"])),
-                *("--config", queues.config, "--timeout", "120"),
+                *("--config", queues.config, "--timeout", "120s"),
                 *("--kubeconfig", str(kueue_crds.kubeconfig("manager")), "--namespace", ns),
             ],
         )

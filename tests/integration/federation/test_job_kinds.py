@@ -532,7 +532,7 @@ async def test_the_job_examples_run_through_kfed_submit(article_bed: Bed) -> Non
         ("raycluster-h100.yaml", RAYCLUSTER),
     ):
         name = example(file)["metadata"]["name"]
-        code, out, err = await kfed(bed, "submit", str(JOBS / file), "--timeout", "90")
+        code, out, err = await kfed(bed, "submit", str(JOBS / file), "--timeout", "90s")
         assert code == 0, (out, err)
         assert f"created {kind.resource.kind} {NS}/{name}" in out, out
         assert await placed_on(api, kind, name) in H100_WORKERS

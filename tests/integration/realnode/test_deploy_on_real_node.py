@@ -167,7 +167,7 @@ def test_the_manager_and_shim_run_from_the_image_and_federate_the_article(
     )
     on_manager = ("--kubeconfig", str(manager.kubeconfig))
     added = kfed("cluster", "add", "worker-1", *on_manager, "--kubeconfig-file",
-                 str(worker_kubeconfig), "--wait", "--timeout", "120")  # fmt: skip
+                 str(worker_kubeconfig), "--wait", "--timeout", "120s")  # fmt: skip
     assert added.returncode == 0, (
         f"{added.stdout}\n{added.stderr}\n{diagnose(real_bed, 'manager', 'kfed-manager')}"
     )

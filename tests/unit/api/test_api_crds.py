@@ -19,9 +19,9 @@ CRDS = REPO / "crds"
 
 
 def test_committed_crds_match_the_models() -> None:
-    """Fails when a model changed without `kfed crds --output crds` being run."""
+    """Fails when a model changed without `kfed crds --out-dir crds` being run."""
     problems = crdgen.check_dir(CRDS)
-    assert not problems, "\n".join([*problems, "regenerate with: kfed crds --output crds"])
+    assert not problems, "\n".join([*problems, "regenerate with: kfed crds --out-dir crds"])
 
 
 def test_generation_is_deterministic() -> None:

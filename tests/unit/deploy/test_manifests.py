@@ -70,7 +70,7 @@ def load(path: Path) -> list[dict[str, Any]]:
 def test_the_deploy_copy_of_the_crds_is_current() -> None:
     problems = crdgen.check_dir(DEPLOY / "crds")
 
-    assert not problems, "\n".join([*problems, "regenerate: kfed crds --output deploy/crds"])
+    assert not problems, "\n".join([*problems, "regenerate: kfed crds --out-dir deploy/crds"])
 
 
 def test_the_crd_kustomization_lists_exactly_the_generated_files() -> None:
