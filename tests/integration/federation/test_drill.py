@@ -181,6 +181,23 @@ async def test_partition_moves_every_probe_once_and_restores_the_worker(
     await assert_left_as_found(bed, "worker-2", before)
 
 
+def drawn_at(texts: list[str], name: str, at: float) -> bool:
+    """A label ``name <time>`` drawn for ``at``: the report's JSON rounds its times, the
+    picture is drawn from the unrounded ones, so the last printed digit may differ by one
+    (found when 0.255 s printed as 0.26s in the JSON's reading and 0.25s in the picture)."""
+    for text in texts:
+        if not text.startswith(f"{name} ") or not text.endswith("s"):
+            continue
+        shown = text.removeprefix(f"{name} ").removesuffix("s")
+        try:
+            seconds = float(shown)
+        except ValueError:
+            return text == f"{name} {fmt(at)}"
+        if abs(seconds - at) <= (0.011 if abs(at) < 1 else 0.051):
+            return True
+    return False
+
+
 async def test_maintenance_drains_the_probes_and_uncordons(
     article_bed: Bed, tmp_path: Path
 ) -> None:
@@ -213,14 +230,14 @@ async def test_maintenance_drains_the_probes_and_uncordons(
     assert "kfed drill maintenance of worker-3" in drawn
     assert {"worker-1", "worker-2", "worker-3"} <= set(texts), texts
     phases = {p["phase"]: p["p50"] for p in report["phases"]}
-    for label in (
-        "drain 0s",
-        f"stopped on worker-3 {fmt(phases['stopped'])}",
-        f"re-dispatched {fmt(phases['re-dispatch'])}",
-        f"running elsewhere {fmt(phases['running elsewhere'])}",
-        f"restored {fmt(report['restoration']['restored_at'])}",
+    assert "drain 0s" in texts, texts
+    for name, at in (
+        ("stopped on worker-3", phases["stopped"]),
+        ("re-dispatched", phases["re-dispatch"]),
+        ("running elsewhere", phases["running elsewhere"]),
+        ("restored", report["restoration"]["restored_at"]),
     ):
-        assert label in texts, (label, texts)
+        assert drawn_at(texts, name, at), (name, fmt(at), texts)
     for probe in report["probes"]:
         assert any(t.endswith(probe["probe"]) for t in texts), probe["probe"]
     timeline = report["timeline"]
