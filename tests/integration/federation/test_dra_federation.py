@@ -22,7 +22,6 @@ gets less than worker-3, so that best fit tries worker-2 first.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 import time
@@ -50,7 +49,7 @@ from tests.integration.federation.bed import (
     _fields,
 )
 from tests.integration.federation.test_dispatch import complete, placed
-from tests.integration.federation.test_failover import DoubleRunSampler
+from tests.integration.federation.test_failover import WorkerSampler, running_pods_sampler
 from worker_shim.fencing import Fencing
 
 pytestmark = pytest.mark.full
@@ -212,6 +211,10 @@ async def allocated_claims(api: KubeApi) -> list[Obj]:
         if not c["metadata"]["name"].startswith("occupy-")
         and ((c.get("status") or {}).get("allocation"))
     ]
+
+
+async def allocated_count(api: KubeApi) -> int:
+    return len(await allocated_claims(api))
 
 
 def usage(wl: Obj) -> dict[str, str]:
@@ -393,37 +396,6 @@ async def test_c_a_foreign_template_of_the_same_name_is_never_overwritten(
     )
 
 
-class ClaimSampler:
-    """Allocated claims of the job on every worker, read directly every 0.1 s."""
-
-    def __init__(self, workers: dict[str, KubeApi]) -> None:
-        self.workers = workers
-        self.samples = 0
-        self.max_clusters = 0
-        self.seen_on: dict[str, float] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
-        while True:
-            found = await asyncio.gather(*(allocated_claims(api) for api in self.workers.values()))
-            now = time.monotonic()
-            on = [name for name, claims in zip(self.workers, found, strict=True) if claims]
-            for name in on:
-                self.seen_on.setdefault(name, now)
-            self.max_clusters = max(self.max_clusters, len(on))
-            self.samples += 1
-            await asyncio.sleep(0.1)
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-
 async def test_d_failover_of_a_running_dra_job_releases_then_allocates_never_both(
     dra_bed: Bed,
 ) -> None:
@@ -439,7 +411,8 @@ async def test_d_failover_of_a_running_dra_job_releases_then_allocates_never_bot
     await wait_for(
         lambda: allocated_claims(bed.worker_apis[first]), timeout=60, what="allocated first"
     )
-    claims, pods = ClaimSampler(bed.worker_apis), DoubleRunSampler(bed.worker_apis, "moving")
+    claims = WorkerSampler(bed.worker_apis, allocated_count)
+    pods = running_pods_sampler(bed.worker_apis, "moving")
     claims.start()
     pods.start()
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -34,26 +35,28 @@ async def running_pods(api: KubeApi, job: str) -> int:
     )
 
 
-class DoubleRunSampler:
-    """Samples every worker (directly, not through the proxies) for running pods of a job."""
+class WorkerSampler:
+    """Samples every worker (directly, not through the proxies) every 0.1 s with ``found``
+    (how many of the job's things are there: running pods, allocated claims, ...), and keeps
+    how many workers had some at once at most, and when each first had some."""
 
-    def __init__(self, workers: dict[str, KubeApi], job: str) -> None:
-        self.workers, self.job = workers, job
+    def __init__(
+        self, workers: dict[str, KubeApi], found: Callable[[KubeApi], Awaitable[int]]
+    ) -> None:
+        self.workers, self.found = workers, found
         self.samples = 0
         self.max_clusters = 0
-        self.running_on: dict[str, float] = {}
+        self.seen_on: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
         while True:
-            counts = await asyncio.gather(
-                *(running_pods(api, self.job) for api in self.workers.values())
-            )
+            counts = await asyncio.gather(*(self.found(api) for api in self.workers.values()))
             now = time.monotonic()
-            running = [name for name, n in zip(self.workers, counts, strict=True) if n]
-            for name in running:
-                self.running_on.setdefault(name, now)
-            self.max_clusters = max(self.max_clusters, len(running))
+            having = [name for name, n in zip(self.workers, counts, strict=True) if n]
+            for name in having:
+                self.seen_on.setdefault(name, now)
+            self.max_clusters = max(self.max_clusters, len(having))
             self.samples += 1
             await asyncio.sleep(0.1)
 
@@ -65,6 +68,11 @@ class DoubleRunSampler:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def running_pods_sampler(workers: dict[str, KubeApi], job: str) -> WorkerSampler:
+    """Running pods of ``job`` on every worker."""
+    return WorkerSampler(workers, lambda api: running_pods(api, job))
 
 
 async def test_c_partition_fences_then_moves_and_never_runs_twice(article_bed: Bed) -> None:
@@ -81,7 +89,7 @@ async def test_c_partition_fences_then_moves_and_never_runs_twice(article_bed: B
         lambda: running_pods(bed.worker_apis[first], "probe"), timeout=60, what="probe running"
     )
 
-    sampler = DoubleRunSampler(bed.worker_apis, "probe")
+    sampler = running_pods_sampler(bed.worker_apis, "probe")
     sampler.start()
     try:
         cut_at = time.monotonic()
