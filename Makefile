@@ -50,10 +50,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## test: lint, then every test (unit + integration on real control planes); the log ends
-## with the slowest 20 tests and the reason of every skip (the real-node test's included)
+## test: lint, then every test (unit + integration on real control planes) in
+## TEST_PROCESSES processes, each bed started once in one of them (tests/conftest.py:
+## bed_group); the log ends with the slowest 20 tests and the reason of every skip (the
+## real-node test's included). TEST_PROCESSES=0 runs them all in this process.
+TEST_PROCESSES ?= 2
 test: $(STAMP) binaries browser realnode lint
-	$(BIN)/pytest --durations=20 -rs
+	$(BIN)/pytest --durations=20 -rs -n $(TEST_PROCESSES) --dist loadgroup --no-loadscope-reorder
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit

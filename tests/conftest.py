@@ -33,10 +33,41 @@ from manager.telemetry import tracing
 TESTS = Path(__file__).resolve().parent
 
 
+SESSION_BEDS = ("full_federation", "interop", "single_cluster", "lite_clusters")
+"""The beds a test process starts once and shares, in the order a test's group is looked up:
+a test that needs the full federation is in its group even if it also uses the lite one."""
+HEAVY_FIRST = ("full_federation", "interop", "realnode")
+"""Groups run first, longest first, so the slowest bed starts at once on a process of its
+own and the other process fills in around it."""
+
+
+def bed_group(item: pytest.Item) -> str:
+    """The pytest-xdist group of a test (``make test`` runs ``--dist loadgroup``): the
+    session bed it needs, so each bed starts once in one test process; otherwise its module
+    (a module-scoped bed starts once) or, for the real node, its package (one machine's
+    containerd and host ports, one bed at a time)."""
+    names = set(getattr(item, "fixturenames", ()))
+    for bed in SESSION_BEDS:
+        if bed in names:
+            return bed
+    path = Path(item.fspath)
+    if (TESTS / "integration" / "realnode") in path.parents:
+        return "realnode"
+    return str(path.relative_to(TESTS))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if (TESTS / "integration") in Path(item.fspath).parents:
             item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.xdist_group(bed_group(item)))
+
+    def heavy_first(item: pytest.Item) -> int:
+        group = bed_group(item)
+        return HEAVY_FIRST.index(group) if group in HEAVY_FIRST else len(HEAVY_FIRST)
+
+    items.sort(key=heavy_first)  # stable: the order within a group is kept
 
 
 def _state_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

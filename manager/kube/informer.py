@@ -120,6 +120,7 @@ class Informer:
         return [self.cache[k] for k in sorted(keys) if k in self.cache]
 
     def _store(self, key: str, obj: Obj) -> Obj | None:
+        strip_unread(obj)
         old = self.cache.get(key)
         self.cache[key] = obj
         if self._index_funcs:
@@ -261,6 +262,27 @@ class Informer:
                 log.exception(
                     "%r: handler %r failed on %s %s", self, handler, event.type, event.key
                 )
+
+
+UNREAD_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+"""Annotations no part of kfed reads: kubectl's copy of the whole object as last applied."""
+
+
+def strip_unread(obj: Obj) -> Obj:
+    """Drop, in place, what kfed never reads before an object is cached (client-go's
+    ``TransformFunc``; upstream Kueue strips ``managedFields`` the same way): the field
+    managers' records, often the largest part of a Workload that several controllers write,
+    and kubectl's last-applied copy, as large as the object itself. A write computed from a
+    stripped object loses neither: the API server keeps ``managedFields`` that an update
+    leaves out, and kfed never applies with kubectl."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            for name in UNREAD_ANNOTATIONS:
+                annotations.pop(name, None)
+    return obj
 
 
 def _rv(obj: Obj) -> str:

@@ -62,3 +62,40 @@ async def test_an_object_written_while_the_watch_was_down_reaches_the_handlers_o
     assert seen == [("MODIFIED", "ns/w")]
     await cache._list()  # seen once: an unchanged object is not told again
     assert seen == [("MODIFIED", "ns/w")]
+
+
+async def test_what_kfed_never_reads_is_not_cached() -> None:
+    """Memory per pending workload (#36): managedFields and kubectl's last-applied copy are
+    dropped on the way in, from a list, a watch event and our own write alike; everything
+    else, other annotations included, is kept."""
+    cache = informer()
+
+    def arriving(rv: str) -> dict[str, object]:
+        return {
+            "metadata": {
+                "name": "w",
+                "namespace": "ns",
+                "resourceVersion": rv,
+                "managedFields": [{"manager": "kueue", "fieldsV1": {"f:status": {}}}],
+                "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": '{"spec": {}}',
+                    "kfed.io/dra-charge": "{}",
+                },
+            },
+            "spec": {"queueName": "q"},
+        }
+
+    await cache._apply({"type": "ADDED", "object": arriving("1")})
+    watched = cache.get("ns/w")
+    assert watched is not None
+    assert "managedFields" not in watched["metadata"]
+    assert watched["metadata"]["annotations"] == {"kfed.io/dra-charge": "{}"}
+    assert watched["spec"] == {"queueName": "q"}
+
+    assert cache.remember_written("ns/w", watched, arriving("2"))
+    written = cache.get("ns/w")
+    assert written is not None and "managedFields" not in written["metadata"]
+    assert (
+        "kubectl.kubernetes.io/last-applied-configuration"
+        not in (written["metadata"]["annotations"])
+    )
