@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -120,7 +121,7 @@ class Informer:
         return [self.cache[k] for k in sorted(keys) if k in self.cache]
 
     def _store(self, key: str, obj: Obj) -> Obj | None:
-        strip_unread(obj)
+        share_strings(strip_unread(obj))
         old = self.cache.get(key)
         self.cache[key] = obj
         if self._index_funcs:
@@ -283,6 +284,34 @@ def strip_unread(obj: Obj) -> Obj:
             for name in UNREAD_ANNOTATIONS:
                 annotations.pop(name, None)
     return obj
+
+
+SHARED_STRING_MAX = 64
+"""Strings up to this length are shared between cached objects (keys, names, labels, images,
+quantities); longer ones are rarely repeated."""
+
+
+def share_strings(value: Any) -> Any:
+    """Make equal keys and short strings of a cached object the same string objects as every
+    other's (``sys.intern``), in place. The JSON decoder makes fresh strings for each
+    document, so 10,000 pending Jobs held 10,000 copies of "metadata", "containers", "Never"
+    and their queue's name: sharing them halves what the informers keep per object
+    (docs/performance.md, "Memory per pending workload")."""
+    if isinstance(value, dict):
+        shared = [(_shared(k), share_strings(v)) for k, v in value.items()]
+        value.clear()  # the same dict: the caller and the cache hold it
+        value.update(shared)
+    elif isinstance(value, list):
+        value[:] = [share_strings(v) for v in value]
+    elif isinstance(value, str):
+        return _shared(value)
+    return value
+
+
+def _shared(value: Any) -> Any:
+    if isinstance(value, str) and len(value) <= SHARED_STRING_MAX:
+        return sys.intern(value)
+    return value
 
 
 def _rv(obj: Obj) -> str:

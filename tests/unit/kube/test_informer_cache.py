@@ -3,6 +3,7 @@ replaced the copy the write was computed from (that event is as new or newer).""
 
 from __future__ import annotations
 
+import json
 from typing import cast
 
 from kubernetes_asyncio.client import ApiClient
@@ -99,3 +100,33 @@ async def test_what_kfed_never_reads_is_not_cached() -> None:
         "kubectl.kubernetes.io/last-applied-configuration"
         not in (written["metadata"]["annotations"])
     )
+
+
+async def test_equal_keys_and_short_strings_of_cached_objects_are_one_string() -> None:
+    """Each JSON document decodes into strings of its own; the cache shares them (memory per
+    pending workload, #36), in place, and keeps long strings and every value as they were."""
+    cache = informer()
+    long_message = "x" * 200
+    for name in ("a", "b"):
+        raw = json.loads(
+            json.dumps(
+                {
+                    "type": "ADDED",
+                    "object": {
+                        "metadata": {"name": name, "namespace": "team-a", "resourceVersion": "1"},
+                        "spec": {"queueName": "gpu-queue", "podSets": [{"name": "main"}]},
+                        "status": {"message": long_message},
+                    },
+                }
+            )
+        )
+        await cache._apply(raw)
+    a, b = cache.get("team-a/a"), cache.get("team-a/b")
+    assert a is not None and b is not None
+    key_of_a = next(k for k in a["spec"] if k == "queueName")
+    key_of_b = next(k for k in b["spec"] if k == "queueName")
+    assert key_of_a is key_of_b
+    assert a["spec"]["queueName"] is b["spec"]["queueName"]
+    assert a["spec"]["podSets"][0]["name"] is b["spec"]["podSets"][0]["name"]
+    assert a["status"]["message"] == b["status"]["message"] == long_message
+    assert a["metadata"]["name"] == "a" and b["metadata"]["name"] == "b"
