@@ -56,6 +56,11 @@ lint: $(STAMP)
 ## real-node test's included). TEST_PROCESSES=0 runs them all in this process.
 TEST_PROCESSES ?= 2
 test: $(STAMP) binaries browser realnode lint
+	@# Every bed's kube-apiservers, operators and kubelets take inotify instances; the default
+	@# 128 per user runs out with two test processes ("too many open files"). Root only.
+	@[ "$$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024)" -ge 1024 ] \
+	  || sysctl -qw fs.inotify.max_user_instances=1024 2>/dev/null \
+	  || echo "make test: could not raise fs.inotify.max_user_instances (not root?)" >&2
 	$(BIN)/pytest --durations=20 -rs -n $(TEST_PROCESSES) --dist loadgroup --no-loadscope-reorder
 
 unit: $(STAMP)

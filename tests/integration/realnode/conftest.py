@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -82,8 +83,9 @@ def real_bed(tmp_path_factory: pytest.TempPathFactory, image_archive: Path) -> I
         f"ports {busy} (the testbed overlays' host ports) are in use on this machine: another "
         "real-node bed (python -m e2e up --real-node) still runs? `python -m e2e down` it first"
     )
-    # Short: containerd's socket path must fit in 107 bytes.
-    root = tmp_path_factory.mktemp(f"rn-{os.getpid()}")
+    # Short: containerd's and the kubelet's socket paths must fit in 107 bytes, which a
+    # pytest-xdist process's base directory (.../pytest-N/popen-gw0/...) does not leave.
+    root = Path(tempfile.mkdtemp(prefix=f"rn-{os.getpid()}-", dir="/tmp"))
     fed = LocalFederation(
         "real", workers=1, full=True, nodes_file=NODES_FILE, root=root, tie_to_parent=True
     )
@@ -104,4 +106,5 @@ def real_bed(tmp_path_factory: pytest.TempPathFactory, image_archive: Path) -> I
     finally:
         problems = [p for node in nodes.values() for p in node.stop()]
         fed.down()
+        shutil.rmtree(root, ignore_errors=True)
         assert not problems, f"the real nodes left behind: {problems}"
