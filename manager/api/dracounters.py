@@ -1,0 +1,148 @@
+"""Partitionable devices charged by the shared counters they consume, by upstream Kueue's rules
+(``KueueDRAIntegrationPartitionableDevices``, ``pkg/dra/counters.go``).
+
+A MIG-style driver publishes a GPU's capacity as a shared counter (``sharedCounters``: say
+7 ``slices``) and each partition as a device consuming some of it (``consumesCounters``: a
+1g partition 1 slice, a 3g one 3). Counting such a request by devices would charge a 3g
+partition like a 1g one, and either like a whole GPU. A mapping entry with a counter source
+(``sources: [{counter: {name, driver, deviceSelector}}]``) charges its DeviceClasses by the
+counter instead: for one request, the devices that could serve it are those of the source's
+driver that its ``deviceSelector``, the DeviceClass's selectors and the request's selectors
+all match, in pools whose slices have all been published; the request is charged the
+largest amount of the counter one of them consumes, times the request's ``count``. A request
+the devices cannot answer yet (none match, fewer than asked, or none consume the counter) is
+not a refusal: the devices may be published later, so the caller asks again.
+
+Pure: the mapping's sources, the DeviceClasses' selectors and ResourceSlices in, an amount or
+the reason out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from manager.api import dracel
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSource:
+    """One ``sources[].counter`` of a mapping entry: which counter of which driver's devices
+    the entry's quota resource counts, and which devices (``selector``, in CEL) take part."""
+
+    name: str
+    driver: str
+    selector: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotYet:
+    """The devices cannot answer for this request (yet): why, for the log."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Device:
+    name: str
+    attributes: dracel.Domains
+    capacity: dracel.Domains
+    consumes: tuple[tuple[str, int], ...]
+    """(counter, amount) over every counter set it consumes from."""
+
+
+def _complete_pools(slices: Iterable[Obj], driver: str) -> list[_Device]:
+    """The devices of ``driver``'s pools whose slices at their newest generation have all been
+    published (``resourceSliceCount`` of them), as upstream reads them."""
+    pools: dict[str, tuple[int, int, list[Obj]]] = {}
+    for s in slices:
+        spec = s.get("spec") or {}
+        if spec.get("driver") != driver:
+            continue
+        pool = spec.get("pool") or {}
+        name, generation = str(pool.get("name", "")), int(pool.get("generation") or 0)
+        expected = int(pool.get("resourceSliceCount") or 1)
+        seen = pools.get(name)
+        if seen is None or generation > seen[0]:
+            pools[name] = (generation, expected, [spec])
+        elif generation == seen[0]:
+            seen[2].append(spec)
+    devices: list[_Device] = []
+    for _, expected, specs in pools.values():
+        if len(specs) != expected:
+            continue
+        for spec in specs:
+            for d in spec.get("devices") or []:
+                devices.append(
+                    _Device(
+                        str(d.get("name", "")),
+                        dracel.attributes_of(d, driver),
+                        dracel.capacity_of(d, driver),
+                        tuple(
+                            (str(counter), units((v or {}).get("value", 0)))
+                            for c in d.get("consumesCounters") or []
+                            for counter, v in (c.get("counters") or {}).items()
+                        ),
+                    )
+                )
+    return devices
+
+
+def units(value: object) -> int:
+    """A counter's quantity as a whole number (slices, bytes); fractions are rounded down."""
+    text = str(value).strip()
+    suffixes = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6}
+    for suffix, factor in suffixes.items():
+        if text.endswith(suffix):
+            try:
+                return int(float(text[: -len(suffix)]) * factor)
+            except ValueError:
+                return 0
+    try:
+        return int(float(text))
+    except ValueError:
+        return 0
+
+
+def charged(
+    source: CounterSource,
+    class_selectors: Iterable[str],
+    request_selectors: Iterable[str],
+    count: int,
+    slices: Iterable[Obj],
+) -> int | NotYet:
+    """What one request of ``count`` devices is charged by ``source``'s counter: the most of
+    it one matching device consumes, times ``count`` (upstream's rule), or why it cannot be
+    told yet (upstream's words)."""
+    expressions = (source.selector, *class_selectors, *request_selectors)
+    matched: list[_Device] = []
+    for device in _complete_pools(slices, source.driver):
+        verdicts = [
+            dracel.matches(e, source.driver, device.attributes, device.capacity)
+            for e in expressions
+        ]
+        problem = next((v for v in verdicts if isinstance(v, str)), None)
+        if problem is not None:
+            return NotYet(f"CEL evaluation error for device {device.name}: {problem}")
+        if all(verdicts):
+            matched.append(device)
+    if len(matched) < count:
+        return NotYet(
+            "insufficient matching devices for counter driver: "
+            f"{len(matched)} device(s) match but {count} requested"
+        )
+    amounts = [a for d in matched for counter, a in d.consumes if counter == source.name]
+    if not amounts:
+        return NotYet(f'matched devices have no consumesCounters entry for counter "{source.name}"')
+    return max(max(amounts), 0) * count
+
+
+def class_selectors(classes: Mapping[str, Obj], device_class: str) -> tuple[str, ...] | None:
+    """The CEL selectors of DeviceClass ``device_class`` (None: no such class is known)."""
+    found = classes.get(device_class)
+    if found is None:
+        return None
+    return dracel.selector_expressions((found.get("spec") or {}).get("selectors"))
