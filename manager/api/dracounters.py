@@ -120,14 +120,15 @@ def charged(
     expressions = (source.selector, *class_selectors, *request_selectors)
     matched: list[_Device] = []
     for device in _complete_pools(slices, source.driver):
-        verdicts = [
-            dracel.matches(e, source.driver, device.attributes, device.capacity)
-            for e in expressions
-        ]
-        problem = next((v for v in verdicts if isinstance(v, str)), None)
-        if problem is not None:
-            return NotYet(f"CEL evaluation error for device {device.name}: {problem}")
-        if all(verdicts):
+        # In upstream's order, the first selector that says no settles it: a class's
+        # selector is never evaluated on a device the source does not count.
+        for expression in expressions:
+            verdict = dracel.matches(expression, source.driver, device.attributes, device.capacity)
+            if isinstance(verdict, str):
+                return NotYet(f"CEL evaluation error for device {device.name}: {verdict}")
+            if not verdict:
+                break
+        else:
             matched.append(device)
     if len(matched) < count:
         return NotYet(
