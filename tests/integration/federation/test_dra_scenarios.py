@@ -28,12 +28,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import yaml
 
+from e2e import examples
 from e2e.local import dra as bed_dra
 from e2e.local.cluster import KWOK_NODE_ANNOTATION
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.api import dra
+from manager.controllers import flags
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.controllers.runtime import ClusterController
@@ -64,6 +67,7 @@ from tests.integration.federation.test_dra_federation import (
     usage,
     worker_copy,
 )
+from tests.integration.federation.test_drill import kfed
 from tests.integration.federation.test_job_kinds import placed_on, workload_of
 from worker_shim.fencing import Fencing
 
@@ -416,3 +420,82 @@ async def test_a_jobset_whose_gpu_pod_set_claims_templates_is_placed_whole(
             assert not (await oapi.list(JOBSET.resource, NS))["items"], f"nothing on {other}"
             assert not await allocated_claims(oapi)
     print(f"JobSet on {where}: charge per pod set manager {per_pod_set}, worker {copied}")
+
+
+KINDS = {
+    "Namespace": R.NAMESPACES,
+    "ResourceFlavor": R.RESOURCE_FLAVORS,
+    "ClusterQueue": R.CLUSTER_QUEUES,
+    "LocalQueue": R.LOCAL_QUEUES,
+    "DeviceClass": R.DEVICE_CLASSES,
+    "ResourceClaimTemplate": R.RESOURCE_CLAIM_TEMPLATES,
+    "Job": R.JOBS,
+}
+
+
+async def apply(api: KubeApi, name: str) -> None:
+    """``kubectl apply --server-side -f examples/dra/NAME``, as shipped."""
+    for doc in yaml.safe_load_all((examples.DRA / name).read_text()):
+        if doc:
+            meta = doc["metadata"]
+            await api.patch(
+                KINDS[doc["kind"]],
+                meta["name"],
+                doc,
+                meta.get("namespace"),
+                kind="apply",
+                force=True,
+            )
+
+
+async def test_the_dra_example_as_shipped_is_placed_by_devices(article_bed: Bed) -> None:
+    """examples/dra applied unchanged: the DeviceClass and the worker queues on every worker,
+    the queues and the template on the manager, the manager run with the example's mapping;
+    the Job goes to a worker with a node of 2 free H100s, worker-1 (quota, no H100) is named
+    with the device reason, and ``kfed explain`` shows both."""
+    bed = article_bed
+    mappings = flags.device_class_mappings(f"@{examples.DRA / 'device-class-mappings.json'}")
+    try:
+        for wapi in bed.worker_apis.values():
+            await apply(wapi, "00-device-class.yaml")
+            await apply(wapi, "02-worker-queues.yaml")
+        await apply(bed.manager_api, "01-queues.yaml")
+        await apply(bed.manager_api, "03-claim-template.yaml")
+        for worker in bed.worker_apis:
+            await bed.start_shim(worker)
+        settings = FederationSettings(
+            **{**_fields(bed.settings), "manager_identity": "test-manager"}
+        )
+        controllers = dataclasses.replace(FAST_CONTROLLERS, device_class_mappings=mappings)
+        await bed.start_manager(
+            controller=FederationController(bed.manager_api, settings, controllers)
+        )
+        api = bed.manager_api
+        await apply(api, "04-job.yaml")
+        wl = await wait_for(lambda: placed(api, "train-dra"), timeout=60, what="train-dra placed")
+        where = ws.status_of(wl)["clusterName"]
+        assert where in ("worker-2", "worker-3"), candidates(wl)
+        assert usage(wl) == {"cpu": "4", "memory": "16Gi", "example.com/gpu": "2"}, usage(wl)
+        said = candidates(wl)
+        refused = "no h100.example.com device matches [pod set main: 1 pod(s) x 2 h100.example.com]"
+        assert f"worker-1: {refused}" in said, said
+        chosen = next(c for c in said if c.startswith(f"{where}: "))
+        assert f"devices: 1 pod on {where}-h100-" in chosen, chosen
+
+        code, out, err = await kfed(bed, "explain", f"{NS}/train-dra", "-o", "json")
+        assert code == 0, err
+        assert refused in out, out
+        claims = await wait_for(
+            lambda: allocated_claims(bed.worker_apis[where]), timeout=60, what="claim allocated"
+        )
+        assert len(claims[0]["status"]["allocation"]["devices"]["results"]) == 2
+        await wait_for(lambda: complete(api, "train-dra"), timeout=90, what="train-dra Complete")
+        print(f"examples/dra: placed on {where}; {said}")
+    finally:
+        await bed.stop_all()
+        for cluster_api in (bed.manager_api, *bed.worker_apis.values()):
+            with contextlib.suppress(errors.NotFound):
+                await cluster_api.delete(R.CLUSTER_QUEUES, "dra-cq")
+        for wapi in bed.worker_apis.values():
+            with contextlib.suppress(errors.NotFound):
+                await wapi.delete(R.DEVICE_CLASSES, "h100.example.com")
