@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from manager.api import dra
-from manager.kube import discovery, errors
+from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 
@@ -24,12 +24,14 @@ CatalogueSource = Callable[[bool], Awaitable[dra.DeviceCatalogue]]
 
 async def of_cluster(api: KubeApi, slices: bool) -> dra.DeviceCatalogue:
     """The cluster's own DeviceClasses (and ResourceSlices when ``slices``), listed now; none
-    when it does not serve ``resource.k8s.io/v1`` or may not list them (the log says so)."""
+    when it does not serve ``resource.k8s.io/v1`` (404) or may not list them (the log says
+    so). One LIST (two with slices) per Workload that needs them: a job asking for an extended
+    resource, or claiming devices under a counter mapping."""
     try:
-        if not await discovery.serves(api, R.DEVICE_CLASSES):
-            return dra.DeviceCatalogue()
         classes = (await api.list(R.DEVICE_CLASSES))["items"]
         found = (await api.list(R.RESOURCE_SLICES))["items"] if slices else []
+    except errors.NotFound:
+        return dra.DeviceCatalogue()
     except errors.Forbidden as err:
         log.warning("cannot read DeviceClasses or ResourceSlices here: %s", err)
         return dra.DeviceCatalogue()
