@@ -19,6 +19,7 @@ the reason out.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,18 +46,65 @@ class NotYet:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Device:
-    name: str
-    attributes: dracel.Domains
-    capacity: dracel.Domains
-    consumes: tuple[tuple[str, int], ...]
-    """(counter, amount) over every counter set it consumes from."""
+Look = tuple[dracel.Domains, dracel.Domains, tuple[tuple[str, int], ...]]
+"""What a device is to a counter charge: its attributes, its capacity and the (counter,
+amount) it consumes over every counter set. Devices alike (one model's partitions on a
+thousand nodes) are one look, counted, and judged once."""
+
+_LOOKS_LIMIT = 65536
+_looks: dict[Look, Look] = {}
+"""Every look seen, kept once (interned), so that many slices share them."""
+_SLICES_LIMIT = 16384
+_slices: OrderedDict[tuple[str, str, str], tuple[tuple[Look, int], ...]] = OrderedDict()
+"""Per slice version, its devices' looks and how many of each (``_looks_of``)."""
 
 
-def _complete_pools(slices: Iterable[Obj], driver: str) -> list[_Device]:
-    """The devices of ``driver``'s pools whose slices at their newest generation have all been
-    published (``resourceSliceCount`` of them), as upstream reads them."""
+def _look(device: Obj, driver: str) -> Look:
+    look = (
+        dracel.attributes_of(device, driver),
+        dracel.capacity_of(device, driver),
+        tuple(
+            (str(counter), units((v or {}).get("value", 0)))
+            for c in device.get("consumesCounters") or []
+            for counter, v in (c.get("counters") or {}).items()
+        ),
+    )
+    if len(_looks) > _LOOKS_LIMIT:
+        _looks.clear()
+    return _looks.setdefault(look, look)
+
+
+def _count_looks(spec: Obj, driver: str) -> tuple[tuple[Look, int], ...]:
+    counted: dict[Look, int] = {}
+    for device in spec.get("devices") or []:
+        look = _look(device, driver)
+        counted[look] = counted.get(look, 0) + 1
+    return tuple(counted.items())
+
+
+def _looks_of(s: Obj, driver: str) -> tuple[tuple[Look, int], ...]:
+    """A slice's devices by look, read once per version of it: an object from the API server
+    is known by its pool, name and resourceVersion (what an informer holds never changes in
+    place); one without a resourceVersion is read every time."""
+    spec = s.get("spec") or {}
+    meta = s.get("metadata") or {}
+    version = meta.get("resourceVersion")
+    if not version:
+        return _count_looks(spec, driver)
+    key = (str((spec.get("pool") or {}).get("name", "")), str(meta.get("name", "")), str(version))
+    found = _slices.get(key)
+    if found is None:
+        found = _slices[key] = _count_looks(spec, driver)
+        if len(_slices) > _SLICES_LIMIT:
+            _slices.popitem(last=False)
+    else:
+        _slices.move_to_end(key)
+    return found
+
+
+def _complete_pools(slices: Iterable[Obj], driver: str) -> dict[Look, int]:
+    """The devices, by look, of ``driver``'s pools whose slices at their newest generation
+    have all been published (``resourceSliceCount`` of them), as upstream reads them."""
     pools: dict[str, tuple[int, int, list[Obj]]] = {}
     for s in slices:
         spec = s.get("spec") or {}
@@ -67,33 +115,25 @@ def _complete_pools(slices: Iterable[Obj], driver: str) -> list[_Device]:
         expected = int(pool.get("resourceSliceCount") or 1)
         seen = pools.get(name)
         if seen is None or generation > seen[0]:
-            pools[name] = (generation, expected, [spec])
+            pools[name] = (generation, expected, [s])
         elif generation == seen[0]:
-            seen[2].append(spec)
-    devices: list[_Device] = []
-    for _, expected, specs in pools.values():
-        if len(specs) != expected:
-            continue
-        for spec in specs:
-            for d in spec.get("devices") or []:
-                devices.append(
-                    _Device(
-                        str(d.get("name", "")),
-                        dracel.attributes_of(d, driver),
-                        dracel.capacity_of(d, driver),
-                        tuple(
-                            (str(counter), units((v or {}).get("value", 0)))
-                            for c in d.get("consumesCounters") or []
-                            for counter, v in (c.get("counters") or {}).items()
-                        ),
-                    )
-                )
+            seen[2].append(s)
+    devices: dict[Look, int] = {}
+    for _, expected, members in pools.values():
+        if len(members) == expected:
+            for s in members:
+                for look, n in _looks_of(s, driver):
+                    devices[look] = devices.get(look, 0) + n
     return devices
 
 
 def units(value: object) -> int:
     """A counter's quantity as a whole number (slices, bytes); fractions are rounded down."""
+    if isinstance(value, int):
+        return value
     text = str(value).strip()
+    if text.isdigit():
+        return int(text)
     suffixes = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6}
     for suffix, factor in suffixes.items():
         if text.endswith(suffix):
@@ -118,24 +158,25 @@ def charged(
     it one matching device consumes, times ``count`` (upstream's rule), or why it cannot be
     told yet (upstream's words)."""
     expressions = (source.selector, *class_selectors, *request_selectors)
-    matched: list[_Device] = []
-    for device in _complete_pools(slices, source.driver):
+    matched = 0
+    amounts: list[int] = []
+    for (attributes, capacity, consumes), n in _complete_pools(slices, source.driver).items():
         # In upstream's order, the first selector that says no settles it: a class's
         # selector is never evaluated on a device the source does not count.
         for expression in expressions:
-            verdict = dracel.matches(expression, source.driver, device.attributes, device.capacity)
+            verdict = dracel.matches(expression, source.driver, attributes, capacity)
             if isinstance(verdict, str):
-                return NotYet(f"CEL evaluation error for device {device.name}: {verdict}")
+                return NotYet(f"CEL evaluation error: {verdict}")
             if not verdict:
                 break
         else:
-            matched.append(device)
-    if len(matched) < count:
+            matched += n
+            amounts.extend(a for counter, a in consumes if counter == source.name)
+    if matched < count:
         return NotYet(
             "insufficient matching devices for counter driver: "
-            f"{len(matched)} device(s) match but {count} requested"
+            f"{matched} device(s) match but {count} requested"
         )
-    amounts = [a for d in matched for counter, a in d.consumes if counter == source.name]
     if not amounts:
         return NotYet(f'matched devices have no consumesCounters entry for counter "{source.name}"')
     return max(max(amounts), 0) * count
