@@ -8,6 +8,7 @@ counters, and its class serves ``nvidia.com/gpu``."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -449,3 +450,20 @@ def test_one_class_in_two_mappings_only_for_two_counters(second: Obj | None, say
     with pytest.raises(ValueError) as err:
         dra.parse_device_class_mappings(text)
     assert says in str(err.value)
+
+
+def test_a_slice_is_read_once_per_version_and_again_when_it_changes() -> None:
+    """An informer's slice (it has a resourceVersion) is read once; its next version, whose
+    3g partitions now consume 4 slices, is read anew."""
+    devices = catalogue(A100)
+    (made,) = devices.slices
+    made["metadata"]["resourceVersion"] = "1"
+    assert charged_by(request(A100_3G), devices=devices) == dra.Charge({"main": {SLICES: 3}})
+    assert charged_by(request(A100_3G), devices=devices) == dra.Charge({"main": {SLICES: 3}})
+    changed = copy.deepcopy(made)
+    changed["metadata"]["resourceVersion"] = "2"
+    for d in changed["spec"]["devices"]:
+        if "-3g-" in d["name"]:
+            d["consumesCounters"][0]["counters"]["slices"]["value"] = "4"
+    later = dra.DeviceCatalogue(devices.classes, [changed])
+    assert charged_by(request(A100_3G), devices=later) == dra.Charge({"main": {SLICES: 4}})
