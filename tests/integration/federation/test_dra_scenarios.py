@@ -68,6 +68,7 @@ from tests.integration.federation.test_dra_federation import (
     worker_copy,
 )
 from tests.integration.federation.test_drill import kfed
+from tests.integration.federation.test_failover import WorkerSampler
 from tests.integration.federation.test_job_kinds import placed_on, workload_of
 from worker_shim.fencing import Fencing
 
@@ -453,6 +454,14 @@ async def apply(api: KubeApi, name: str) -> None:
             )
 
 
+async def two_device_claims(api: KubeApi) -> int:
+    return sum(
+        1
+        for c in await allocated_claims(api)
+        if len(c["status"]["allocation"]["devices"]["results"]) == 2
+    )
+
+
 async def test_the_dra_example_as_shipped_is_placed_by_devices(article_bed: Bed) -> None:
     """examples/dra applied unchanged: the DeviceClass and the worker queues on every worker,
     the queues and the template on the manager, the manager run with the example's mapping;
@@ -460,6 +469,7 @@ async def test_the_dra_example_as_shipped_is_placed_by_devices(article_bed: Bed)
     with the device reason, and ``kfed explain`` shows both."""
     bed = article_bed
     mappings = flags.device_class_mappings(f"@{examples.DRA / 'device-class-mappings.json'}")
+    claims = WorkerSampler(bed.worker_apis, two_device_claims)
     try:
         for wapi in bed.worker_apis.values():
             await apply(wapi, "00-device-class.yaml")
@@ -476,6 +486,8 @@ async def test_the_dra_example_as_shipped_is_placed_by_devices(article_bed: Bed)
             controller=FederationController(bed.manager_api, settings, controllers)
         )
         api = bed.manager_api
+        # The pod's claim lives while it runs (a few seconds): sampled on every worker.
+        claims.start()
         await apply(api, "04-job.yaml")
         wl = await wait_for(lambda: placed(api, "train-dra"), timeout=60, what="train-dra placed")
         where = ws.status_of(wl)["clusterName"]
@@ -490,13 +502,12 @@ async def test_the_dra_example_as_shipped_is_placed_by_devices(article_bed: Bed)
         code, out, err = await kfed(bed, "explain", f"{NS}/train-dra", "-o", "json")
         assert code == 0, err
         assert refused in out, out
-        claims = await wait_for(
-            lambda: allocated_claims(bed.worker_apis[where]), timeout=60, what="claim allocated"
-        )
-        assert len(claims[0]["status"]["allocation"]["devices"]["results"]) == 2
         await wait_for(lambda: complete(api, "train-dra"), timeout=90, what="train-dra Complete")
+        await claims.stop()
+        assert set(claims.seen_on) == {where}, claims.seen_on  # 2 devices allocated there
         print(f"examples/dra: placed on {where}; {said}")
     finally:
+        await claims.stop()
         await bed.stop_all()
         for cluster_api in (bed.manager_api, *bed.worker_apis.values()):
             with contextlib.suppress(errors.NotFound):
