@@ -17,6 +17,8 @@ WORKERS = EXAMPLES / "workers"
 """Each test-bed worker's own queues (the GPUs its fake nodes have)."""
 JOBS = EXAMPLES / "jobs"
 """A JobSet, a TrainJob and a RayCluster for the article's H100 queue."""
+DRA = EXAMPLES / "dra"
+"""A Job whose pod gets 2 H100s through DRA: its DeviceClass, template, queues and mapping."""
 
 QUEUES = ARTICLE / "01-queues.yaml"
 LIGHT_JOB = ARTICLE / "02-light-job.yaml"

@@ -19,8 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from manager.api import dracel, dracounters, draextended
+from manager.api.dracounters import CounterSource
 
 Obj = dict[str, Any]
 
@@ -29,6 +32,10 @@ CHARGE_ANNOTATION = "kfed.io/dra-charge"
 as JSON (``{"main": {"example.com/gpu": "2"}}``). Written once, when the Workload is created;
 the admission core adds it to the pod set's requests, on the manager and on the worker that
 gets the copy."""
+REPLACED_ANNOTATION = "kfed.io/dra-extended-resources"
+"""On a Workload: per pod set, the extended resources (``nvidia.com/gpu``) its containers ask
+for that DRA devices serve, as JSON (``{"main": ["nvidia.com/gpu"]}``). They are taken out of
+the pod set's requests: ``CHARGE_ANNOTATION`` charges them, as their DeviceClass's resource."""
 REFUSED_ANNOTATION = "kfed.io/dra-charge-refused"
 """On a Workload: why its device claims cannot be charged (the Workload is created inactive,
 with that reason in its QuotaReserved condition)."""
@@ -56,6 +63,24 @@ class DeviceClassMapping:
     name: str
     """The quota resource (as in a ClusterQueue's ``coveredResources``)."""
     device_class_names: tuple[str, ...]
+    counters: tuple[CounterSource, ...] = ()
+    """``sources[].counter``: the classes' devices are charged by these shared counters
+    (partitionable devices), not by their number (``dracounters``)."""
+
+    def to_json_value(self) -> Obj:
+        value: Obj = {"name": self.name, "deviceClassNames": list(self.device_class_names)}
+        if self.counters:
+            value["sources"] = [
+                {
+                    "counter": {
+                        "name": c.name,
+                        "driver": c.driver,
+                        "deviceSelector": {"cel": {"expression": c.selector}},
+                    }
+                }
+                for c in self.counters
+            ]
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +93,22 @@ class DeviceClassMappings:
                 return mapping.name
         return None
 
+    def counters_for(self, device_class: str) -> list[tuple[str, CounterSource]]:
+        """(quota resource, counter source) of every mapping that charges ``device_class``
+        by a counter; empty: it is charged by its number of devices."""
+        return [
+            (m.name, c)
+            for m in self.mappings
+            if device_class in m.device_class_names
+            for c in m.counters
+        ]
+
+    @property
+    def counter_based(self) -> bool:
+        return any(m.counters for m in self.mappings)
+
     def to_json(self) -> str:
-        return json.dumps(
-            [
-                {"name": m.name, "deviceClassNames": list(m.device_class_names)}
-                for m in self.mappings
-            ]
-        )
+        return json.dumps([m.to_json_value() for m in self.mappings])
 
 
 def _qualified_name_problem(value: str) -> str | None:
@@ -107,12 +141,17 @@ def parse_device_class_mappings(text: str) -> DeviceClassMappings:
         problems.append(f"at most {MAX_MAPPINGS} mappings, got {len(raw)}")
     mappings: list[DeviceClassMapping] = []
     resource_of: dict[str, str] = {}
+    counter_names_of: dict[str, set[str]] = {}
     for i, entry in enumerate(raw):
         at = f"deviceClassMappings[{i}]"
-        if not isinstance(entry, dict) or set(entry) - {"name", "deviceClassNames"}:
-            problems.append(f'{at}: must be {{"name": ..., "deviceClassNames": [...]}}')
+        if not isinstance(entry, dict) or set(entry) - {"name", "deviceClassNames", "sources"}:
+            problems.append(
+                f'{at}: must be {{"name": ..., "deviceClassNames": [...], "sources": [...]}}'
+            )
             continue
         name, classes = entry.get("name"), entry.get("deviceClassNames")
+        counters = _counter_sources(entry.get("sources"), f"{at}.sources", problems)
+        counter_name = counters[0].name if counters else ""
         if not isinstance(name, str) or not name:
             problems.append(f"{at}.name: required")
             continue
@@ -139,12 +178,91 @@ def parse_device_class_mappings(text: str) -> DeviceClassMappings:
                 problems.append(f"{cat}: {device_class!r} is a duplicate")
             seen.add(device_class)
             earlier = resource_of.setdefault(device_class, name)
-            if earlier != name:
+            counted = counter_names_of.setdefault(device_class, set())
+            if earlier == name:
+                counted.add(counter_name)
+            elif not counter_name or not counted - {""}:
+                # Two mappings may share a class only when each counts a different counter
+                # of its devices (upstream: gpu memory and gpu compute, say).
                 problems.append(f"{cat}: {device_class!r} is already mapped to resource {earlier}")
-        mappings.append(DeviceClassMapping(name, tuple(c for c in classes if isinstance(c, str))))
+            elif counter_name in counted:
+                problems.append(
+                    f"{cat}: {device_class!r} already has a counter source for counter "
+                    f'"{counter_name}"'
+                )
+            else:
+                counted.add(counter_name)
+        mappings.append(
+            DeviceClassMapping(
+                name, tuple(c for c in classes if isinstance(c, str)), tuple(counters)
+            )
+        )
     if problems:
         raise ValueError("; ".join(problems))
     return DeviceClassMappings(tuple(mappings))
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _counter_sources(raw: object, at: str, problems: list[str]) -> list[CounterSource]:
+    """A mapping entry's ``sources``, checked by upstream's rules (each exactly one of
+    ``counter`` or ``capacity``; capacity sources need a gate upstream keeps off, and kfed
+    does not count consumable capacity)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(f'{at}: must be a list of {{"counter": {{...}}}}')
+        return []
+    out: list[CounterSource] = []
+    for k, source in enumerate(raw):
+        sat = f"{at}[{k}]"
+        if not isinstance(source, dict) or set(source) - {"counter", "capacity"}:
+            problems.append(f'{sat}: must be {{"counter": {{...}}}}')
+            continue
+        counter, capacity = source.get("counter"), source.get("capacity")
+        if counter is None and capacity is None:
+            problems.append(f"{sat}: Required value: exactly one source type must be set per entry")
+            continue
+        if counter is not None and capacity is not None:
+            problems.append(f"{sat}: exactly one source type must be set per entry")
+            continue
+        if capacity is not None:
+            problems.append(
+                f"{sat}.capacity: capacity sources require KueueDRAIntegrationConsumableCapacity "
+                "to be enabled (kfed does not count consumable capacity)"
+            )
+            continue
+        cat = f"{sat}.counter"
+        if not isinstance(counter, dict) or set(counter) - {"name", "driver", "deviceSelector"}:
+            problems.append(f"{cat}: must be {{name, driver, deviceSelector}}")
+            continue
+        name, driver = counter.get("name"), counter.get("driver")
+        selector = ((counter.get("deviceSelector") or {}).get("cel") or {}).get("expression")
+        ok = True
+        if not isinstance(name, str) or not name:
+            problems.append(f"{cat}.name: Required value")
+            ok = False
+        elif len(name) > 63 or not _DNS_LABEL.match(name):
+            problems.append(f"{cat}.name: {name!r} must be a DNS label")
+            ok = False
+        if not isinstance(driver, str) or not driver:
+            problems.append(f"{cat}.driver: Required value")
+            ok = False
+        elif len(driver) > 63 or not _DNS_SUBDOMAIN.match(driver):
+            problems.append(
+                f"{cat}.driver: {driver!r} must be a DNS subdomain of at most 63 characters"
+            )
+            ok = False
+        if not isinstance(selector, str) or not selector:
+            problems.append(f"{cat}.deviceSelector.cel.expression: Required value")
+            ok = False
+        elif why := dracel.compile_problem(selector):
+            problems.append(f"{cat}.deviceSelector.cel.expression: CEL compilation failed: {why}")
+            ok = False
+        if ok:
+            out.append(CounterSource(str(name), str(driver), str(selector)))
+    return out
 
 
 # --- what a workload's claims cost ----------------------------------------------------------
@@ -152,14 +270,23 @@ def parse_device_class_mappings(text: str) -> DeviceClassMappings:
 
 @dataclass(frozen=True, slots=True)
 class Charge:
-    """Per pod set (by name), the quota one pod's device claims take. Empty: no claims."""
+    """Per pod set (by name), the quota one pod's device claims take (and its extended
+    resources served by DRA devices). Empty: nothing to charge."""
 
     per_pod: Mapping[str, Mapping[str, int]]
+    replaced: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per pod set, the extended resources (``nvidia.com/gpu``) DRA devices serve: taken out
+    of its requests, since ``per_pod`` charges them (``draextended``)."""
 
     def annotation(self) -> str:
         return json.dumps(
             {ps: {r: str(v) for r, v in sorted(res.items())} for ps, res in self.per_pod.items()},
             sort_keys=True,
+        )
+
+    def replaced_annotation(self) -> str:
+        return json.dumps(
+            {ps: sorted(names) for ps, names in self.replaced.items()}, sort_keys=True
         )
 
 
@@ -180,6 +307,24 @@ class TemplateMissing:
 
     name: str
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DevicesUnknown:
+    """A counter charge cannot be told from the devices known now (none published yet that
+    match, a DeviceClass not there yet): ask again later, as upstream retries."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCatalogue:
+    """The DRA objects a charge reads besides the templates: DeviceClasses by name (which
+    serve an extended resource; their selectors) and ResourceSlices (what partitions
+    consume). On the manager, those of its workers; on a worker, its own."""
+
+    classes: Mapping[str, Obj] = field(default_factory=dict)
+    slices: Sequence[Obj] = ()
 
 
 def _claims(pod_set: Mapping[str, Any]) -> list[Obj]:
@@ -249,17 +394,41 @@ def devices_per_class(template: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
+def _add(into: dict[str, int], resource: str, amount: int) -> None:
+    into[resource] = into.get(resource, 0) + amount
+
+
+def needs_catalogue(pod_sets: Sequence[Mapping[str, Any]], mappings: DeviceClassMappings) -> bool:
+    """Whether a charge of these pod sets may read DeviceClasses or ResourceSlices: some
+    container asks for an extended resource (a DeviceClass may serve it), or a mapping counts
+    partitions by a counter and the pods claim devices."""
+    if mappings.counter_based and has_claims(pod_sets):
+        return True
+    return any(draextended.pod_requests(ps, i) for i, ps in enumerate(pod_sets))
+
+
 def charge(
     pod_sets: Sequence[Mapping[str, Any]],
     templates: Mapping[str, Mapping[str, Any]],
     mappings: DeviceClassMappings,
-) -> Charge | Refused | TemplateMissing:
-    """What one pod of each pod set is charged for its device claims, from the Workload's
-    pod sets (``spec.podSets``), the namespace's ResourceClaimTemplates by name (the ones
-    ``template_names`` lists; a missing one is absent) and the mapping. As upstream: a
-    claim naming a ResourceClaim directly is refused (a shared claim is not the pod's to
-    pay for), and so is a DeviceClass the mapping does not name; the first problem found
-    is the one reported, with upstream's field path and words."""
+    catalogue: DeviceCatalogue | None = None,
+) -> Charge | Refused | TemplateMissing | DevicesUnknown:
+    """What one pod of each pod set is charged for its devices, from the Workload's pod sets
+    (``spec.podSets``), the namespace's ResourceClaimTemplates by name (the ones
+    ``template_names`` lists; a missing one is absent), the mapping and, for extended
+    resources and counters, the DeviceClasses and ResourceSlices (``catalogue``; None: none
+    known, so no extended resource is DRA-served). Upstream's steps, in its order:
+
+    1. a claim naming a ResourceClaim directly is refused (a shared claim is not the pod's to
+       pay for);
+    2. each template's devices counted per DeviceClass and mapped (an unmapped class is
+       refused), except classes a mapping charges by counters;
+    3. extended resources a DeviceClass serves, replaced by that class's resource
+       (``draextended``);
+    4. requests of counter-charged classes, by the counters their devices consume
+       (``dracounters``).
+
+    The first problem found is the one reported, with upstream's field path and words."""
     for i, ps in enumerate(pod_sets):
         for j, claim in enumerate(_claims(ps)):
             if claim.get("resourceClaimName"):
@@ -270,47 +439,187 @@ def charge(
                     "can be charged to quota",
                     RESOURCE_CLAIMS_REQUEUED_MESSAGE,
                 )
+    catalogue = catalogue or DeviceCatalogue()
     per_pod: dict[str, dict[str, int]] = {}
     for i, ps in enumerate(pod_sets):
+        counted = _counted_by_number(i, ps, templates, mappings)
+        if not isinstance(counted, dict):
+            return counted
+        if counted:
+            per_pod[str(ps.get("name", "main"))] = counted
+    replaced: dict[str, tuple[str, ...]] = {}
+    for i, ps in enumerate(pod_sets):
         name = str(ps.get("name", "main"))
-        aggregated: dict[str, int] = {}
-        for j, claim in enumerate(_claims(ps)):
-            template_name = claim.get("resourceClaimTemplateName")
-            if not template_name:
-                continue
-            at = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
-            template = templates.get(template_name)
-            if template is None:
-                detail = (
-                    f"failed to get claim spec for ResourceClaimTemplate {template_name} in "
-                    f'podset {name}: resourceclaimtemplates.resource.k8s.io "{template_name}" '
-                    "not found"
-                )
-                return TemplateMissing(template_name, f"{at}: Internal error: {detail}")
-            try:
-                counts = devices_per_class(template)
-            except _Unsupported as err:
+        served = _extended(i, ps, catalogue, mappings)
+        if isinstance(served, Refused):
+            return served
+        for quota_key, amount in served.values():
+            _add(per_pod.setdefault(name, {}), quota_key, amount)
+        if served:
+            replaced[name] = tuple(sorted(served))
+    for i, ps in enumerate(pod_sets):
+        by_counter = _counted_by_counters(i, ps, templates, mappings, catalogue)
+        if not isinstance(by_counter, dict):
+            return by_counter
+        name = str(ps.get("name", "main"))
+        for resource, amount in by_counter.items():
+            _add(per_pod.setdefault(name, {}), resource, amount)
+    return Charge(per_pod, replaced)
+
+
+def _counted_by_number(
+    i: int,
+    ps: Mapping[str, Any],
+    templates: Mapping[str, Mapping[str, Any]],
+    mappings: DeviceClassMappings,
+) -> dict[str, int] | Refused | TemplateMissing:
+    """Step 2 for pod set ``i``: its templates' devices, by number, per quota resource."""
+    name = str(ps.get("name", "main"))
+    aggregated: dict[str, int] = {}
+    for j, claim in enumerate(_claims(ps)):
+        template_name = claim.get("resourceClaimTemplateName")
+        if not template_name:
+            continue
+        at = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
+        template = templates.get(template_name)
+        if template is None:
+            detail = (
+                f"failed to get claim spec for ResourceClaimTemplate {template_name} in "
+                f'podset {name}: resourceclaimtemplates.resource.k8s.io "{template_name}" '
+                "not found"
+            )
+            return TemplateMissing(template_name, f"{at}: Internal error: {detail}")
+        try:
+            counts = devices_per_class(template)
+        except _Unsupported as err:
+            message = _field_error(
+                f"{at}.{err.path}",
+                "Invalid value",
+                err.bad_value,
+                f"ResourceClaimTemplate {template_name}: {err.detail}",
+            )
+            return Refused(message, message)
+        for device_class in sorted(counts):
+            resource = mappings.resource_for(device_class)
+            if resource is None:
                 message = _field_error(
-                    f"{at}.{err.path}",
-                    "Invalid value",
-                    err.bad_value,
-                    f"ResourceClaimTemplate {template_name}: {err.detail}",
+                    f"{at}.resourceClaimTemplateName",
+                    "Not found",
+                    f"DeviceClass {device_class} is not mapped in DRA configuration for "
+                    f"podset {name}",
                 )
                 return Refused(message, message)
-            for device_class in sorted(counts):
-                resource = mappings.resource_for(device_class)
-                if resource is None:
+            if mappings.counters_for(device_class):
+                continue  # charged by the counters its devices consume (step 4)
+            _add(aggregated, resource, counts[device_class])
+    return aggregated
+
+
+def _extended(
+    i: int, ps: Mapping[str, Any], catalogue: DeviceCatalogue, mappings: DeviceClassMappings
+) -> dict[str, tuple[str, int]] | Refused:
+    """Step 3 for pod set ``i``: per extended resource a DeviceClass serves, the quota
+    resource it is charged as (the class's mapped one, else its own name) and how much."""
+    out: dict[str, tuple[str, int]] = {}
+    for resource, request in sorted(draextended.pod_requests(ps, i).items()):
+        served_by = draextended.serving_class(catalogue.classes.values(), resource)
+        if served_by is None:
+            continue  # a device plugin's (or nobody's): an ordinary request
+        device_class = str(served_by["metadata"]["name"])
+        quota_key = mappings.resource_for(device_class) or resource
+        if mappings.counters_for(device_class):
+            message = _field_error(
+                request.path,
+                "Invalid value",
+                resource,
+                f"extended resource {resource} resolves to DeviceClass {device_class} with "
+                "counters configured; use ResourceClaimTemplates with CEL selectors for "
+                "counter-based quota",
+            )
+            return Refused(message, message)
+        for path, value in request.per_container:
+            if draextended.whole(value) is None:
+                message = _field_error(
+                    path,
+                    "Invalid value",
+                    value.canonical(),
+                    "extended resource quantity must be an integer",
+                )
+                return Refused(message, message)
+        out[resource] = (quota_key, request.total.int_value())
+    return out
+
+
+def _counted_by_counters(
+    i: int,
+    ps: Mapping[str, Any],
+    templates: Mapping[str, Mapping[str, Any]],
+    mappings: DeviceClassMappings,
+    catalogue: DeviceCatalogue,
+) -> dict[str, int] | Refused | DevicesUnknown:
+    """Step 4 for pod set ``i``: requests of counter-charged classes, per quota resource."""
+    aggregated: dict[str, int] = {}
+    for j, claim in enumerate(_claims(ps)):
+        template = templates.get(str(claim.get("resourceClaimTemplateName") or ""))
+        if template is None:
+            continue
+        claim_at = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
+        claim_spec = (template.get("spec") or {}).get("spec") or {}
+        for k, request in enumerate((claim_spec.get("devices") or {}).get("requests") or []):
+            exactly = request.get("exactly")
+            if not exactly or exactly.get("adminAccess"):
+                continue
+            device_class = str(exactly.get("deviceClassName") or "")
+            sources = mappings.counters_for(device_class)
+            if not sources:
+                continue
+            at = f"{claim_at}.devices.requests[{k}]"
+            class_selectors = dracounters.class_selectors(catalogue.classes, device_class)
+            if class_selectors is None:
+                return DevicesUnknown(
+                    f"{at}: Internal error: failed to get DeviceClass {device_class}: "
+                    f'deviceclasses.resource.k8s.io "{device_class}" not found'
+                )
+            own = dracel.selector_expressions(exactly.get("selectors"))
+            for n, expression in enumerate(own):
+                if why := dracel.compile_problem(expression):
                     message = _field_error(
-                        f"{at}.resourceClaimTemplateName",
-                        "Not found",
-                        f"DeviceClass {device_class} is not mapped in DRA configuration for "
-                        f"podset {name}",
+                        f"{at}.exactly.selectors[{n}].cel.expression",
+                        "Invalid value",
+                        expression,
+                        f"CEL compilation failed: {why}",
                     )
                     return Refused(message, message)
-                aggregated[resource] = aggregated.get(resource, 0) + counts[device_class]
-        if aggregated:
-            per_pod[name] = aggregated
-    return Charge(per_pod)
+            count = exactly.get("count")
+            for resource, source in sources:
+                amount = dracounters.charged(
+                    source,
+                    class_selectors,
+                    own,
+                    1 if count is None else int(count),
+                    catalogue.slices,
+                )
+                if isinstance(amount, dracounters.NotYet):
+                    return DevicesUnknown(f"{at}: Internal error: {amount.message}")
+                _add(aggregated, resource, amount)
+    return aggregated
+
+
+def recorded_replaced(annotations: Mapping[str, str] | None) -> dict[str, tuple[str, ...]]:
+    """The extended resources a Workload records as served by DRA (``REPLACED_ANNOTATION``),
+    per pod set; ValueError when it is not the JSON kfed writes."""
+    text = (annotations or {}).get(REPLACED_ANNOTATION)
+    if not text:
+        return {}
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"annotation {REPLACED_ANNOTATION} is not JSON: {err.msg}") from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, list) and all(isinstance(n, str) for n in v) for v in raw.values()
+    ):
+        raise ValueError(f'annotation {REPLACED_ANNOTATION} must map pod sets to ["resource"]')
+    return {str(ps): tuple(names) for ps, names in raw.items()}
 
 
 def recorded_charge(annotations: Mapping[str, str] | None) -> dict[str, dict[str, str]]:

@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from manager import core
+from manager.api import dra
 from manager.api.workload import Workload
 from manager.cli.common import usage_error
 from manager.cli.jobfiles import display_name
@@ -68,12 +69,18 @@ class Decision:
 
 
 def workload_of(
-    job: Obj, snapshot: Snapshot, *, now: float, kind: JobKind = BATCH_JOB
+    job: Obj,
+    snapshot: Snapshot,
+    *,
+    now: float,
+    kind: JobKind = BATCH_JOB,
+    device_charge: dra.Charge | dra.Refused | None = None,
 ) -> core.Workload:
     """The job as the manager's core would see it once created now: the Workload its kind's
-    integration creates, converted as its Workload controller converts it (``job`` as the
-    kind's ``with_references`` returned it)."""
-    body = jobs.workload_for_job(job, snapshot.priority_class_value, kind)
+    integration creates (with what its devices are charged, ``jobs.device_charge``),
+    converted as its Workload controller converts it (``job`` as the kind's
+    ``with_references`` returned it)."""
+    body = jobs.workload_for_job(job, snapshot.priority_class_value, kind, device_charge)
     try:
         model = Workload.model_validate(body)
         return convert.workload(

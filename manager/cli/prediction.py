@@ -24,7 +24,7 @@ from manager.cli.common import CliError, connect_dict, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
 from manager.cli.manageradmission import Outcome, decide, workload_of
 from manager.cli.tables import amount
-from manager.controllers import conditions
+from manager.controllers import conditions, devicecatalogue, jobs
 from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.federation.decisions import capacity, colocation, devices, eligibility, references
@@ -96,6 +96,8 @@ class WorkerRead:
     devices: devices.WorkerDevices | None = None
     """Its devices as the dispatcher's informers hold them (None: it serves no DRA, or the
     job claims no devices and they were not read)."""
+    catalogue: dra.DeviceCatalogue | None = None
+    """Its DeviceClasses and ResourceSlices as a charge reads them (read with ``devices``)."""
 
 
 async def _read_worker(
@@ -123,7 +125,7 @@ async def _read_worker(
                 # and the dispatcher would leave it alone and not place there.
                 if not (there["metadata"].get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL):
                     blocked = foreign_reason(kind.resource.kind, there)
-        worker_devices = await _read_devices(api) if with_devices else None
+        worker_devices, catalogue = await _read_devices(api) if with_devices else (None, None)
     finally:
         await api.close()
     view = capacity.WorkerView(
@@ -133,18 +135,23 @@ async def _read_worker(
         flavors=_by_key(rfs["items"]),
         order=order,
     )
-    return WorkerRead(view, serves, blocked, worker_devices)
+    return WorkerRead(view, serves, blocked, worker_devices, catalogue)
 
 
-async def _read_devices(api: KubeApi) -> devices.WorkerDevices | None:
-    """The objects the dispatcher's device informers follow, listed once (None: the worker
-    does not serve resource.k8s.io/v1)."""
+async def _read_devices(
+    api: KubeApi,
+) -> tuple[devices.WorkerDevices | None, dra.DeviceCatalogue | None]:
+    """The objects the dispatcher's device informers follow, listed once, as placement and
+    as a charge read them (None: the worker does not serve resource.k8s.io/v1)."""
     if not await discovery.serves(api, R.RESOURCE_SLICES):
-        return None
+        return None, None
     slices, claims, classes = await asyncio.gather(
         api.list(R.RESOURCE_SLICES), api.list(R.RESOURCE_CLAIMS), api.list(R.DEVICE_CLASSES)
     )
-    return devices.worker_devices(slices["items"], claims["items"], classes["items"])
+    catalogue = dra.DeviceCatalogue(
+        {c["metadata"]["name"]: c for c in classes["items"]}, slices["items"]
+    )
+    return devices.worker_devices(slices["items"], claims["items"], classes["items"]), catalogue
 
 
 async def device_need(api: KubeApi, namespace: str, pod_sets: list[Obj]) -> devices.Need:
@@ -322,6 +329,9 @@ class Prediction:
     manager_victims: list[str]
     """Workloads the manager would preempt for it."""
     federated: bool
+    device_charge: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per pod set, what one pod's devices are charged (``jobs.device_charge``): its DRA
+    claims and the extended resources DRA devices serve, by the mapping."""
     admission_check: str = ""
     config: str = ""
     candidates: list[capacity.Candidate] = field(default_factory=list)
@@ -344,8 +354,45 @@ def with_places(
     return replace(snap, cluster_queues=queues)
 
 
-async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
-    """Where ``job`` would go now; ``namespace`` is kfed's namespace (the Secrets)."""
+async def charge_of(
+    api: KubeApi,
+    job: Obj,
+    pod_sets: list[Obj],
+    mappings: dra.DeviceClassMappings,
+    looks: list[WorkerLook],
+) -> dra.Charge | dra.Refused | None:
+    """What the job's devices would be charged, as the manager's job controller charges them
+    (``jobs.device_charge``), with the DeviceClasses and ResourceSlices of the workers read
+    here; CliError when the manager would not create its Workload yet."""
+    found = devicecatalogue.merged(
+        (w.read.view.name, w.read.catalogue)
+        for w in looks
+        if w.read is not None and w.read.catalogue is not None
+    )
+
+    async def catalogue(slices: bool) -> dra.DeviceCatalogue:
+        return found
+
+    charged = await jobs.device_charge(api, pod_sets, namespace_of(job), mappings, catalogue)
+    if isinstance(charged, dra.TemplateMissing | dra.DevicesUnknown):
+        raise CliError(
+            f"the manager would not create the Workload of {display_name(job)} yet (it tries "
+            f"again every {jobs.MISSING_REFERENCE_RETRY:.0f}s): {charged.message}"
+        )
+    return charged
+
+
+async def predict(
+    api: KubeApi,
+    job: Obj,
+    *,
+    namespace: str,
+    mappings: dra.DeviceClassMappings | None = None,
+) -> Prediction:
+    """Where ``job`` would go now; ``namespace`` is kfed's namespace (the Secrets);
+    ``mappings``: the manager's ``deviceClassMappings``, to charge its devices as it does
+    (None: none, as a manager without them)."""
+    mappings = mappings or dra.DeviceClassMappings()
     job_ns, queue = namespace_of(job), queue_of(job)
     if not queue:
         raise usage_error(f"{display_name(job)} has no {C.QUEUE_NAME_LABEL} label: pass --queue")
@@ -373,7 +420,9 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
     allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
     allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
     clusters = federation[2] if federation is not None else []
-    need = await device_need(api, job_ns, kind.workload_pod_sets(resolved))
+    pod_sets = kind.workload_pod_sets(resolved)
+    need = await device_need(api, job_ns, pod_sets)
+    read_devices = bool(need) or dra.needs_catalogue(pod_sets, mappings)
     looks = list(
         await asyncio.gather(
             *(
@@ -387,7 +436,7 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
                     used=references.of_objects(job_ns, (resolved,)),
                     kind=kind,
                     job_name=str((job.get("metadata") or {}).get("name") or ""),
-                    with_devices=bool(need),
+                    with_devices=read_devices,
                 )
                 for order, name in enumerate(clusters)
             )
@@ -395,7 +444,9 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
     )
     # As the manager does: the flavors each worker offers together bound the assignment.
     snap = with_places(snap, cq_name, cq, [w.read.view for w in looks if w.read is not None])
-    decision = decide(snap, workload_of(resolved, snap, now=now, kind=kind), now=now)
+    charged = await charge_of(api, job, pod_sets, mappings, looks)
+    workload = workload_of(resolved, snap, now=now, kind=kind, device_charge=charged)
+    decision = decide(snap, workload, now=now)
     if decision.outcome is Outcome.NEVER:
         raise CliError(f"the manager would never admit {display_name(job)}: {decision.reason}")
     base = Prediction(
@@ -410,6 +461,11 @@ async def predict(api: KubeApi, job: Obj, *, namespace: str) -> Prediction:
         manager_reason=decision.reason,
         manager_victims=list(decision.victims),
         federated=False,
+        device_charge=(
+            {ps: dict(res) for ps, res in charged.per_pod.items()}
+            if isinstance(charged, dra.Charge)
+            else {}
+        ),
         verdict=f"runs on the manager: ClusterQueue {cq_name} has no MultiKueue check",
     )
     if federation is None:

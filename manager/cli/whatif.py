@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.console import Group
 from rich.text import Text
 
+from manager import configfile
+from manager.api import dra
 from manager.cli import jobfiles, prediction
 from manager.cli.common import (
     Target,
@@ -16,9 +20,43 @@ from manager.cli.common import (
     read_text,
     run,
     target_of,
+    usage_error,
 )
 from manager.cli.manageradmission import Outcome
 from manager.cli.tables import print_data, table
+from manager.controllers import flags
+
+
+class _AnyKfedKey(dict[str, str]):
+    """The ``kfed:`` keys of a manager's configuration file: whatif reads only
+    ``resources.deviceClassMappings`` and takes the manager's own settings as they are."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> str:
+        return f"kfed.{key}"
+
+
+def device_class_mappings(config: Path | None, given: str | None) -> dra.DeviceClassMappings:
+    """The mapping the manager charges devices by, taken as the manager takes it:
+    ``--device-class-mappings`` (JSON or @FILE), else the ``--config`` file's
+    ``resources.deviceClassMappings``; none without either. A bad value is a usage error."""
+    value = given
+    where = "--device-class-mappings"
+    if value is None and config is not None:
+        where = f"--config {config}"
+        try:
+            loaded = configfile.defaults_from(config.read_text(), _AnyKfedKey())
+        except (OSError, configfile.ConfigError) as err:
+            raise usage_error(f"{where}: {err}") from None
+        value = str(loaded.defaults.get("device_class_mappings", ""))
+    try:
+        return flags.device_class_mappings(value or "")
+    except ValueError as err:
+        # the flag's own errors name it already; the file's are said to come from it
+        said = str(err) if given is not None else f"{where}: {err}"
+        raise usage_error(said) from None
 
 
 def _manager_admission(p: prediction.Prediction) -> tuple[str, list[str]]:
@@ -45,6 +83,11 @@ def render_prediction(p: prediction.Prediction) -> Group:
         Text(f"Job {p.job}", style="bold"),
         Text(f"  queue {p.queue} -> ClusterQueue {p.cluster_queue}"),
         Text(f"  requests {requests}"),
+    ]
+    for pod_set, charged in sorted(p.device_charge.items()):
+        each = ", ".join(f"{v} {r}" for r, v in sorted(charged.items()))
+        parts.append(Text(f"  devices charged per pod of {pod_set}: {each}"))
+    parts += [
         Text(f"  manager flavor {flavors} ({verdict})"),
     ]
     parts += [Text(f"    {line}", style="dim") for line in details]
@@ -73,12 +116,19 @@ def render_prediction(p: prediction.Prediction) -> Group:
     return Group(*parts)  # type: ignore[arg-type]
 
 
-async def _whatif(target: Target, path: str, queue: str | None, output: str) -> None:
+async def _whatif(
+    target: Target,
+    path: str,
+    queue: str | None,
+    output: str,
+    mappings: dra.DeviceClassMappings,
+) -> None:
     jobs = jobfiles.parse_jobs(read_text(path), "stdin" if path == "-" else path)
     prepared = [jobfiles.prepare(job, queue=queue)[0] for job in jobs]
     async with await connect_manager(target) as api:
         predictions = [
-            await prediction.predict(api, job, namespace=target.namespace) for job in prepared
+            await prediction.predict(api, job, namespace=target.namespace, mappings=mappings)
+            for job in prepared
         ]
     out = console()
     if print_data(out, output.lower(), predictions):
@@ -97,11 +147,28 @@ async def _whatif(target: Target, path: str, queue: str | None, output: str) -> 
     default=None,
     help="LocalQueue to assume (overrides the manifest's kueue.x-k8s.io/queue-name label).",
 )
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="The manager's configuration file: its resources.deviceClassMappings say what DRA "
+    "devices are charged (docs/dra.md).",
+)
+@click.option(
+    "--device-class-mappings",
+    "mappings_flag",
+    default=None,
+    metavar="JSON",
+    help="The manager's --device-class-mappings (JSON, or @FILE); wins over --config.",
+)
 @output_option(rows=False)
 @connection_options()
 def command(
     file: str,
     queue: str | None,
+    config: Path | None,
+    mappings_flag: str | None,
     output: str,
     kubeconfig: str | None,
     context: str | None,
@@ -120,8 +187,15 @@ def command(
     fewest waiting, then config order). Dispatches still in flight are not visible from
     outside the manager, so a busy federation may decide differently.
 
+    A Job that claims DRA devices (or asks for an extended resource a DeviceClass serves) is
+    charged as the manager charges it, by the mapping the manager was given: pass its
+    --config file or its --device-class-mappings; the workers' DeviceClasses and
+    ResourceSlices are read with their queues.
+
     \b
-    Example:
+    Examples:
       kfed whatif heavy-job.yaml
+      kfed whatif --config manager-config.yaml examples/dra/job.yaml
     """
-    run(_whatif(target_of(kubeconfig, context, kfed_namespace), file, queue, output))
+    mappings = device_class_mappings(config, mappings_flag)
+    run(_whatif(target_of(kubeconfig, context, kfed_namespace), file, queue, output, mappings))

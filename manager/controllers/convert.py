@@ -214,13 +214,21 @@ def not_chargeable(wl: Workload) -> str | None:
         dra.recorded_charge(annotations)
     except ValueError as err:
         return f"annotation {dra.CHARGE_ANNOTATION} cannot be read: {err}"
+    try:
+        dra.recorded_replaced(annotations)
+    except ValueError as err:
+        return f"annotation {dra.REPLACED_ANNOTATION} cannot be read: {err}"
     return None
 
 
 def _with(
-    requests: dict[core.ResourceName, int], extra: Mapping[core.ResourceName, int]
+    requests: dict[core.ResourceName, int],
+    extra: Mapping[core.ResourceName, int],
+    replaced: tuple[str, ...] = (),
 ) -> dict[core.ResourceName, int]:
-    out = dict(requests)
+    """The pod's requests, less the extended resources DRA serves (``replaced``: ``extra``
+    charges them as their DeviceClass's resource, once), plus its device charge."""
+    out = {r: v for r, v in requests.items() if r not in replaced}
     for resource, value in extra.items():
         out[resource] = out.get(resource, 0) + value
     return out
@@ -232,6 +240,7 @@ def workload(
     namespace, name = wl.metadata.namespace or "", wl.metadata.name or ""
     problem = not_chargeable(wl)
     devices = dra_requests(wl) if problem is None else {}
+    replaced = dra.recorded_replaced(wl.metadata.annotations) if problem is None else {}
     return core.Workload(
         key=core.WorkloadKey(f"{namespace}/{name}"),
         queue_name=wl.spec.queue_name or "",
@@ -240,7 +249,11 @@ def workload(
                 name=core.PodSetName(ps.name),
                 count=ps.count,
                 min_count=ps.min_count,
-                requests=_with(pod_requests(ps.template.spec), devices.get(ps.name, {})),
+                requests=_with(
+                    pod_requests(ps.template.spec),
+                    devices.get(ps.name, {}),
+                    replaced.get(ps.name, ()),
+                ),
                 node_selector=dict(ps.template.spec.node_selector),
                 node_affinity=_affinity_terms(ps.template.spec),
                 tolerations=tolerations(ps.template.spec.tolerations),

@@ -23,14 +23,15 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import dra
+from manager.controllers import devicecatalogue, spans
 from manager.controllers import eventreasons as told
-from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind, MissingReference, PodSetPlacement
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.kube import errors
 from manager.kube import resources as R
+from manager.kube.api import KubeApi
 from manager.kube.informer import Event, Informer
 from manager.kube.update import patch_guarded
 from manager.kube.workqueue import WorkQueue
@@ -109,9 +110,38 @@ def with_device_charge(body: Obj, device_charge: dra.Charge | dra.Refused) -> Ob
     annotations = body["metadata"].setdefault("annotations", {})
     if isinstance(device_charge, dra.Refused):
         annotations[dra.REFUSED_ANNOTATION] = device_charge.message
-    elif device_charge.per_pod:
+        return body
+    if device_charge.per_pod:
         annotations[dra.CHARGE_ANNOTATION] = device_charge.annotation()
+    if device_charge.replaced:
+        annotations[dra.REPLACED_ANNOTATION] = device_charge.replaced_annotation()
     return body
+
+
+async def device_charge(
+    api: KubeApi,
+    pod_sets: list[Obj],
+    namespace: str,
+    mappings: dra.DeviceClassMappings,
+    catalogue: devicecatalogue.CatalogueSource,
+) -> dra.Charge | dra.Refused | dra.TemplateMissing | dra.DevicesUnknown | None:
+    """What the pods of ``pod_sets`` are charged for their devices (``dra.charge``), from the
+    namespace's ResourceClaimTemplates as they are now and, when a charge needs them, the
+    DeviceClasses and ResourceSlices ``catalogue`` gives; None when they ask for no device
+    and no extended resource. The job controller calls it once per Workload; ``kfed whatif``
+    calls it for a job not created yet."""
+    claims = dra.has_claims(pod_sets)
+    needs_catalogue = dra.needs_catalogue(pod_sets, mappings)
+    if not claims and not needs_catalogue:
+        return None
+    templates: dict[str, Obj] = {}
+    for template_name in dra.template_names(pod_sets):
+        with contextlib.suppress(errors.NotFound):
+            templates[template_name] = await api.get(
+                R.RESOURCE_CLAIM_TEMPLATES, template_name, namespace
+            )
+    devices = await catalogue(claims and mappings.counter_based) if needs_catalogue else None
+    return dra.charge(pod_sets, templates, mappings, devices)
 
 
 class JobController:
@@ -123,8 +153,11 @@ class JobController:
         kind: JobKind = BATCH_JOB,
         jobs: Informer | None = None,
         device_class_mappings: dra.DeviceClassMappings | None = None,
+        device_catalogue: devicecatalogue.CatalogueSource | None = None,
     ) -> None:
         self.state = state
+        self.device_catalogue = device_catalogue or self._own_devices
+        """Where a charge reads DeviceClasses and ResourceSlices (``devicecatalogue``)."""
         self.role = role
         """Whose spans this controller records: the manager's or a worker's (see spans)."""
         self.device_class_mappings = device_class_mappings or dra.DeviceClassMappings()
@@ -294,7 +327,7 @@ class JobController:
         body = workload_for_job(resolved, self.state.priority_class_value, self.kind)
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         device_charge = await self._device_charge(body["spec"]["podSets"], namespace)
-        if isinstance(device_charge, dra.TemplateMissing):
+        if isinstance(device_charge, dra.TemplateMissing | dra.DevicesUnknown):
             log.warning(
                 "no Workload for %s %s/%s yet: %s",
                 self.kind.resource.kind,
@@ -334,21 +367,17 @@ class JobController:
             )
         return None
 
+    async def _own_devices(self, slices: bool) -> dra.DeviceCatalogue:
+        return await devicecatalogue.of_cluster(self.state.api, slices)
+
     async def _device_charge(
         self, pod_sets: list[Obj], namespace: str
-    ) -> dra.Charge | dra.Refused | dra.TemplateMissing | None:
-        """What its pods' device claims are charged, from the namespace's ResourceClaimTemplates
-        as they are now (read here, once: the charge is recorded on the Workload); None when
-        its pods claim no devices."""
-        if not dra.has_claims(pod_sets):
-            return None
-        templates: dict[str, Obj] = {}
-        for template_name in dra.template_names(pod_sets):
-            with contextlib.suppress(errors.NotFound):
-                templates[template_name] = await self.state.api.get(
-                    R.RESOURCE_CLAIM_TEMPLATES, template_name, namespace
-                )
-        return dra.charge(pod_sets, templates, self.device_class_mappings)
+    ) -> dra.Charge | dra.Refused | dra.TemplateMissing | dra.DevicesUnknown | None:
+        """What its pods' devices are charged (``device_charge``); read here, once: the charge
+        is recorded on the Workload."""
+        return await device_charge(
+            self.state.api, pod_sets, namespace, self.device_class_mappings, self.device_catalogue
+        )
 
     def _refuse(self, job: Obj, refused: dra.Refused) -> None:
         """Its device claims cannot be charged: logged here; the admission core keeps its

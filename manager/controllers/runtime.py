@@ -12,6 +12,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from manager.api import dra
+from manager.controllers import devicecatalogue
 from manager.controllers.admission import AdmissionLoop
 from manager.controllers.jobkinds import registry as jobkinds
 from manager.controllers.jobkinds.base import JobKind
@@ -93,10 +95,14 @@ class ClusterController:
         self.admission = AdmissionLoop(self.state, self.settings)
         self.workloads = WorkloadController(self.state, self.admission, self.settings)
         self.admission.resync = self.workloads.queue.add
+        self.device_catalogue: devicecatalogue.CatalogueSource = self._own_devices
+        """Where a charge reads DeviceClasses and ResourceSlices: this cluster's own; kfed's
+        manager installs its workers' (``FederationController``)."""
         self.jobs = JobController(
             self.state,
             role=self.settings.role,
             device_class_mappings=self.settings.device_class_mappings,
+            device_catalogue=self._devices,
         )
         """The batch/v1 Job controller (always on)."""
         self.job_controllers = [self.jobs]
@@ -107,6 +113,12 @@ class ClusterController:
         self._late_tasks: list[asyncio.Task[None]] = []
         self.queue_status = QueueStatusWriter(self.state, self.settings.status_period)
         self.synced = asyncio.Event()
+
+    async def _own_devices(self, slices: bool) -> dra.DeviceCatalogue:
+        return await devicecatalogue.of_cluster(self.state.api, slices)
+
+    async def _devices(self, slices: bool) -> dra.DeviceCatalogue:
+        return await self.device_catalogue(slices)
 
     async def _admit(self) -> None:
         if self.admit_after is not None:
@@ -133,6 +145,7 @@ class ClusterController:
             kind=kind,
             jobs=jobs,
             device_class_mappings=self.settings.device_class_mappings,
+            device_catalogue=self._devices,
         )
         self.job_controllers.append(controller)
         log.info("queueing %s (%s)", kind.resource.kind, kind.resource.api_version)

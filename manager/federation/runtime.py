@@ -9,8 +9,8 @@ import contextlib
 import logging
 
 from manager.api import constants as C
-from manager.api import federated
-from manager.controllers import conditions
+from manager.api import dra, federated
+from manager.controllers import conditions, devicecatalogue
 from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
 from manager.federation.decisions import checkstatus, colocation
@@ -51,9 +51,25 @@ class FederationController:
         self.registry.on_remote = self.dispatcher.attach
         self.registry.on_connectivity = self.dispatcher.connectivity_changed
         self.registry.on_maintenance = self.dispatcher.maintenance_changed
+        self.manager.device_catalogue = self.device_catalogue
         self.ready = asyncio.Event()
         self._places: dict[str, colocation.Places] = {}
         self.manager.state.set_colocation(self.places)
+
+    async def device_catalogue(self, slices: bool) -> dra.DeviceCatalogue:
+        """What a charge reads of DRA (docs/dra.md): the DeviceClasses and ResourceSlices of
+        every connected worker, as its device informers hold them (no request made): the
+        devices are there, not on the manager. Waits until every worker had its first chance
+        to connect, so that a job created at start-up is not charged without them."""
+        await self.workers_seen.wait()
+        parts: list[tuple[str, dra.DeviceCatalogue]] = []
+        for remote in self.registry.active():
+            found, _, classes = remote.device_objects()
+            catalogue = dra.DeviceCatalogue(
+                {c["metadata"]["name"]: c for c in classes}, found if slices else []
+            )
+            parts.append((remote.name, catalogue))
+        return devicecatalogue.merged(parts)
 
     async def run(self) -> None:
         tasks = [

@@ -38,13 +38,11 @@ attribute, a function it lacks) makes that device not match, and the reason says
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import cel
-
+from manager.api import dracel
 from manager.federation.decisions.capacity import Candidate
 
 Obj = dict[str, Any]
@@ -63,10 +61,10 @@ API_GROUP_VERSION = "resource.k8s.io/v1"
 class Device:
     id: DeviceId
     node: str
-    attributes: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+    attributes: dracel.Domains
     """Per domain, (name, value): hashable, so that a selector's verdict is remembered for
     every device that looks the same (the same model on a thousand nodes)."""
-    capacity: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    capacity: dracel.Domains = ()
     consumes: tuple[tuple[str, str, int], ...] = ()
     """(counter set, counter, amount) it takes from its pool's shared counters."""
 
@@ -101,32 +99,6 @@ class WorkerDevices:
     taken: Taken
     classes: Mapping[str, tuple[str, ...]]
     """DeviceClass name -> its CEL selector expressions."""
-
-
-def _value(raw: Mapping[str, Any]) -> Any:
-    for kind in ("string", "int", "bool", "version"):
-        if kind in raw:
-            return raw[kind]
-    return None
-
-
-def _qualified(name: str, driver: str) -> tuple[str, str]:
-    domain, slash, short = name.rpartition("/")
-    return (domain, short) if slash else (driver, name)
-
-
-def _domains(
-    raw: Mapping[str, Any], driver: str, convert: Any
-) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
-    by_domain: dict[str, dict[str, Any]] = {}
-    for name, value in raw.items():
-        domain, short = _qualified(str(name), driver)
-        by_domain.setdefault(domain, {})[short] = convert(value or {})
-    return tuple(sorted((d, tuple(sorted(v.items()))) for d, v in by_domain.items()))
-
-
-def _capacity_value(raw: Mapping[str, Any]) -> str:
-    return str(raw.get("value", ""))
 
 
 def inventory(slices: Iterable[Obj]) -> Inventory:
@@ -167,8 +139,8 @@ def inventory(slices: Iterable[Obj]) -> Inventory:
                 Device(
                     (driver, pool_name, str(d.get("name", ""))),
                     str(node),
-                    _domains(d.get("attributes") or {}, driver, _value),
-                    _domains(d.get("capacity") or {}, driver, _capacity_value),
+                    dracel.attributes_of(d, driver),
+                    dracel.capacity_of(d, driver),
                     consumes,
                 )
             )
@@ -209,9 +181,8 @@ def taken(claims: Iterable[Obj]) -> Taken:
 
 def device_classes(objects: Iterable[Obj]) -> dict[str, tuple[str, ...]]:
     return {
-        str(c["metadata"]["name"]): tuple(
-            str((s.get("cel") or {}).get("expression", ""))
-            for s in (c.get("spec") or {}).get("selectors") or []
+        str(c["metadata"]["name"]): dracel.selector_expressions(
+            (c.get("spec") or {}).get("selectors")
         )
         for c in objects
     }
@@ -269,10 +240,7 @@ def template_requests(name: str, template: Mapping[str, Any]) -> list[DeviceRequ
                 f"{name}/{request.get('name', '')}",
                 str(exactly.get("deviceClassName", "")),
                 1 if count is None else int(count),
-                tuple(
-                    str((s.get("cel") or {}).get("expression", ""))
-                    for s in exactly.get("selectors") or []
-                ),
+                dracel.selector_expressions(exactly.get("selectors")),
             )
         )
     return out
@@ -306,49 +274,6 @@ def need_of(
 # --- matching: CEL -----------------------------------------------------------------------
 
 
-class SelectorError(Exception):
-    pass
-
-
-@functools.lru_cache(maxsize=1024)
-def _program(expression: str) -> Any:
-    try:
-        return cel.compile(expression)
-    except Exception as err:  # the library raises ValueError; any failure is "cannot"
-        raise SelectorError(f"cannot compile {expression!r}: {_first_line(err)}") from None
-
-
-def _first_line(err: Exception) -> str:
-    return (str(err).splitlines() or [type(err).__name__])[0]
-
-
-@functools.lru_cache(maxsize=65536)
-def _matches(
-    expression: str,
-    driver: str,
-    attributes: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...],
-    capacity: tuple[tuple[str, tuple[tuple[str, str], ...]], ...],
-) -> bool | str:
-    """True/False, or why the selector could not be evaluated for such a device. Remembered
-    per (expression, driver, attributes): devices alike are judged once."""
-    try:
-        program = _program(expression)
-    except SelectorError as err:
-        return str(err)
-    device = {
-        "driver": driver,
-        "attributes": {d: dict(values) for d, values in attributes},
-        "capacity": {d: dict(values) for d, values in capacity},
-    }
-    try:
-        result = program.execute({"device": device})
-    except Exception as err:  # a missing key, a function the library lacks: no match
-        return f"cannot evaluate {expression!r}: {type(err).__name__} {_first_line(err)}"
-    if not isinstance(result, bool):
-        return f"{expression!r} gives {type(result).__name__}, not bool"
-    return result
-
-
 @dataclass
 class _Matching:
     """Which devices a request matches, and the first reason a selector could not be
@@ -370,7 +295,7 @@ class _Matching:
         self, device: Device, request: DeviceRequest, classes: Mapping[str, tuple[str, ...]]
     ) -> bool:
         for expression in (*classes.get(request.device_class, ()), *request.selectors):
-            verdict = _matches(expression, device.driver, device.attributes, device.capacity)
+            verdict = dracel.matches(expression, device.driver, device.attributes, device.capacity)
             if verdict is True:
                 continue
             if verdict is not False and verdict not in self.problems:

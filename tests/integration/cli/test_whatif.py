@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import yaml
@@ -280,3 +281,127 @@ def test_a_jobset_is_charged_and_refused_as_the_manager_would(
             False,
             "does not serve JobSet (jobset.x-k8s.io/v1alpha2): no CRD there",
         )
+
+
+def _dra_job(ns: str, model: str, template: str) -> str:
+    return f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: devices
+  namespace: {ns}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector:
+        gpu.model: {model}
+      resourceClaims:
+        - name: gpus
+          resourceClaimTemplateName: {template}
+      containers:
+        - name: main
+          image: busybox
+          resources:
+            requests: {{cpu: "1"}}
+            claims: [{{name: gpus}}]
+"""
+
+
+def test_a_dra_job_is_charged_by_the_managers_mapping(
+    kfed: Kfed,
+    manager: Kube,
+    workers: dict[str, Kube],
+    federation: Federation,
+    cleanup: Cleanup,
+    unique: str,
+    tmp_path: Path,
+) -> None:
+    """The job claims 2 devices of a DeviceClass on worker-2 from a template on the manager:
+    without the manager's mapping whatif says the manager would never admit it (the class is
+    not mapped); with its --config file the 2 devices are charged as the mapping says (here
+    as nvidia.com/gpu, which the queues cover), and worker-2, whose one node has 4 free,
+    is chosen with where its devices are."""
+    f = federation
+    driver, device_class, node = f"{unique}.example.com", f"gpu.{unique}.example.com", f"n-{unique}"
+    worker2 = workers["worker-2"]
+    worker2.create(
+        R.DEVICE_CLASSES,
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": device_class},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    cleanup.add(worker2, R.DEVICE_CLASSES, device_class)
+    worker2.create(
+        R.RESOURCE_SLICES,
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": node},
+            "spec": {
+                "driver": driver,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "nodeName": node,
+                "devices": [{"name": f"gpu-{i}"} for i in range(4)],
+            },
+        },
+    )
+    cleanup.add(worker2, R.RESOURCE_SLICES, node)
+    manager.create(
+        R.RESOURCE_CLAIM_TEMPLATES,
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "two", "namespace": f.ns},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {"name": "g", "exactly": {"deviceClassName": device_class, "count": 2}}
+                        ]
+                    }
+                }
+            },
+        },
+    )
+    job = _dra_job(f.ns, f.h100, "two")
+
+    unmapped = kfed("whatif", "-", "--queue", "gpu-lq", input=job)
+    assert unmapped.exit_code != 0
+    assert f"DeviceClass {device_class} is not mapped in DRA configuration" in unmapped.output
+
+    config = tmp_path / "manager-config.yaml"
+    mapping = [{"name": "nvidia.com/gpu", "deviceClassNames": [device_class]}]
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                "kind": "Configuration",
+                "resources": {"deviceClassMappings": mapping},
+                "kfed": {"failoverPolicy": "fast"},
+            }
+        )
+    )
+    result = kfed(
+        "whatif", "-", "--queue", "gpu-lq", "--config", str(config), "-o", "json", input=job
+    )
+    assert result.exit_code == 0, result.output
+    [prediction] = json.loads(result.stdout)
+    assert prediction["device_charge"] == {"main": {"nvidia.com/gpu": 2}}
+    assert prediction["requests"]["nvidia.com/gpu"] == "2"
+    assert prediction["chosen"] == f.w2
+    assert _verdicts(prediction)[f.w2][1].endswith(f"devices: 1 pod on {node}")
+
+    text = kfed(
+        "whatif",
+        "-",
+        "--queue",
+        "gpu-lq",
+        "--device-class-mappings",
+        json.dumps(mapping),
+        input=job,
+    )
+    assert text.exit_code == 0, text.output
+    assert "devices charged per pod of main: 2 nvidia.com/gpu" in text.stdout

@@ -82,7 +82,9 @@ def from_template(claim: str, template_name: str) -> Obj:
     return {"name": claim, "resourceClaimTemplateName": template_name}
 
 
-def charged(pod_sets: list[Obj], *templates: Obj) -> dra.Charge | dra.Refused | dra.TemplateMissing:
+def charged(
+    pod_sets: list[Obj], *templates: Obj
+) -> dra.Charge | dra.Refused | dra.TemplateMissing | dra.DevicesUnknown:
     return dra.charge(pod_sets, {t["metadata"]["name"]: t for t in templates}, MAPPING)
 
 

@@ -16,7 +16,9 @@ import pytest
 import yaml
 
 from e2e import examples
-from manager.api import parse_object
+from manager import configfile
+from manager.api import dra, parse_object
+from manager.controllers import flags
 from tests import references
 
 
@@ -135,3 +137,23 @@ def test_the_readme_lists_every_example() -> None:
     assert files
     for path in files:
         assert f"`{path.name}`" in readme, path.name
+
+
+def test_the_dra_example_is_valid_and_its_two_mappings_are_one() -> None:
+    for name in ("01-queues.yaml", "02-worker-queues.yaml"):
+        objs = by_kind(examples.DRA / name)
+        for (kind, _), doc in objs.items():
+            if kind != "Namespace":
+                parse_object(doc)
+        covered = objs["ClusterQueue", "dra-cq"]["spec"]["resourceGroups"][0]["coveredResources"]
+        assert "example.com/gpu" in covered
+    from_json = flags.device_class_mappings(f"@{examples.DRA / 'device-class-mappings.json'}")
+    loaded = configfile.defaults_from((examples.DRA / "manager-config.yaml").read_text(), {})
+    from_config = flags.device_class_mappings(str(loaded.defaults["device_class_mappings"]))
+    assert from_json == from_config
+    assert from_json.resource_for("h100.example.com") == "example.com/gpu"
+    (template,) = documents(examples.DRA / "03-claim-template.yaml")
+    (job,) = documents(examples.DRA / "04-job.yaml")
+    pod = job["spec"]["template"]
+    charged = dra.charge([{"name": "main", "template": pod}], {"h100-x2": template}, from_json)
+    assert charged == dra.Charge({"main": {"example.com/gpu": 2}})
