@@ -12,8 +12,9 @@ The certificate comes from one of two places, as with controller-runtime's secur
 
 How the swap works: the server listens with one ``SSLContext`` whose SNI callback, called on
 every ClientHello, points the connection at the current context (Go's ``GetCertificate``).
-Loading into the listening context itself is not safe: OpenSSL drops the old key as soon
-as a new certificate is set, so a mismatched pair would leave it without one.
+A new pair is loaded into a fresh context first and swapped in only if it loads: loading it
+into the listening context itself is not atomic, and a pair caught half-written could leave
+that context with a certificate and a key that do not belong together.
 """
 
 from __future__ import annotations

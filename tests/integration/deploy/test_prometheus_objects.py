@@ -3,7 +3,7 @@
 serves metrics on; with components/metrics-secure the process serves securely, is probed over
 HTTPS, may create the reviews it makes, and the ServiceMonitor scrapes over HTTPS with a
 token that ClusterRole kfed-metrics-reader lets read /metrics. Each component also works
-alone. The alerts themselves: tests/unit/deploy/test_alert_rules.py."""
+alone. The alerts themselves: tests/integration/deploy/test_alert_rules.py."""
 
 from __future__ import annotations
 
