@@ -1,27 +1,34 @@
 """The secure observability port without a cluster: its certificate (generated, or from a
 directory and swapped when the files change, never for a half-written pair), the flags'
-usage errors, and what a SubjectAccessReview is asked. Tokens and reviews against a real
-kube-apiserver: tests/integration/kube/test_metrics_access.py."""
+usage errors, what a SubjectAccessReview is asked, and the secure port's answers that need
+no review (the probes open, 401 without a token, 500 when kube-apiserver cannot be asked).
+Tokens and reviews against a real kube-apiserver: tests/integration/kube/test_metrics_access.py."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 from cryptography import x509
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from e2e.waiting import wait_for
 from manager import main as manager_main
 from manager.federation.webhooks import certs
-from manager.observability.access import review_attributes, user_of
+from manager.kube.api import KubeApi
+from manager.observability.access import DelegatedAccess, review_attributes, user_of
 from manager.observability.secureflags import secure_serving_problem, serving_hosts
+from manager.observability.server import ObservabilityServer, SecureServing
 from manager.observability.servingtls import ServingTLS
+from tests.unit.observability.test_server import Source
 from worker_shim import main as shim_main
 
 
@@ -216,3 +223,54 @@ def test_a_token_review_names_the_user_with_groups_uid_and_extra() -> None:
     assert user.extra == (("authentication.kubernetes.io/pod-name", ("prometheus-0",)),)
     assert user_of({"status": {"authenticated": False, "error": "invalid bearer token"}}) is None
     assert user_of({}) is None
+
+
+# -- the secure port, before any review --------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def secure_server() -> AsyncIterator[ObservabilityServer]:
+    """A secure server whose kube-apiserver is away (nothing listens on its port): what
+    needs no review still answers."""
+    configuration = Configuration(host=f"https://127.0.0.1:{closed_port()}")
+    api = KubeApi(ApiClient(configuration), name="away")
+    secure = SecureServing(ServingTLS.self_signed(["127.0.0.1"]), DelegatedAccess(api))
+    try:
+        async with ObservabilityServer(Source(), "127.0.0.1", 0, secure=secure) as server:
+            yield server
+    finally:
+        await api.close()
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def fetch(server: ObservabilityServer, path: str, token: str = "") -> aiohttp.ClientResponse:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with aiohttp.ClientSession() as session:
+        response = await session.get(server.url + path, headers=headers, ssl=False)
+        await response.read()
+        return response
+
+
+async def test_the_secure_port_is_tls_and_asks_for_a_token_except_for_the_probes() -> None:
+    async with secure_server() as server:
+        assert server.url.startswith("https://127.0.0.1:")
+        assert (await fetch(server, "/healthz")).status == 200
+        assert (await fetch(server, "/readyz")).status == 503, "answered: not ready yet"
+        for path in ("/metrics", "/dashboard/state.json", "/"):
+            response = await fetch(server, path)
+            assert response.status == 401, path
+            assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+async def test_a_token_that_cannot_be_reviewed_is_a_server_error() -> None:
+    async with secure_server() as server:
+        response = await fetch(server, "/metrics", token="some-token")
+
+        assert response.status == 500
+        assert await response.text() == "Authentication failed\n"
+        assert server.secure is not None and server.secure.access.reviews == 1
