@@ -12,7 +12,9 @@ token (the kubelet's probes). A process that may not create reviews answers 500.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -23,8 +25,9 @@ import aiohttp
 import pytest
 import yaml
 
-from e2e.local.cluster import LocalCluster
+from e2e.local.cluster import LocalCluster, free_ports
 from e2e.local.federation import LocalFederation
+from e2e.waiting import wait_for
 from manager.kube.api import KubeApi
 from manager.kube.resources import Resource
 from manager.observability.secureflags import secure_serving_from
@@ -235,3 +238,41 @@ async def test_the_process_needs_only_the_auth_role(accounts: Accounts) -> None:
         await api.close()
 
     assert answer["status"]["allowed"] is False
+
+
+async def test_the_worker_shim_process_serves_securely_with_its_flag(
+    kueue_crds: LocalFederation, accounts: Accounts
+) -> None:
+    """``python -m worker_shim --metrics-secure``: the flag reaches the server (the manager's
+    main wires it the same way, secureflags.py)."""
+    (port,) = free_ports(1)
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "worker_shim", "--kubeconfig", str(accounts.cluster.kubeconfig)),
+        *("--no-fencing", "--metrics-secure", "--metrics-port", str(port)),
+        *("--log-level", "WARNING"),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    url = f"https://127.0.0.1:{port}"
+
+    async def status(path: str, token: str | None = None) -> int:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(url + path, headers=headers, ssl=False) as response,
+        ):
+            return response.status
+
+    try:
+        await wait_for(
+            lambda: status("/healthz"),
+            timeout=60,
+            what="the shim's secure port answers",
+            ignore=(aiohttp.ClientError,),
+        )
+        assert await status("/metrics") == 401
+        assert await status("/metrics", accounts.tokens["stranger"]) == 403
+        assert await status("/metrics", accounts.tokens["reader"]) == 200
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 30)
