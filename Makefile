@@ -22,13 +22,14 @@ $(BENCH_STAMP): $(STAMP)
 	touch $@
 
 ## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok, the
-## workers' operators (jobset, trainer, kuberay) and upstream Kueue (the interop tests), once;
-## the three scripts run in parallel
+## workers' operators (jobset, trainer, kuberay), upstream Kueue (the interop tests) and promtool
+## (the alert rule tests), once; the four scripts run in parallel
 binaries:
 	@bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
 	bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
 	bash e2e/binaries/build-kueue.sh kueue >/dev/null & kueue=$$!; \
-	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; wait $$kueue || failed=1; \
+	bash e2e/binaries/build-promtool.sh >/dev/null & prom=$$!; \
+	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; wait $$kueue || failed=1; wait $$prom || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries: a build failed (see above)" >&2; exit 1; }
 
 ## browser: Debian's chromium, for the dashboard test (headless)

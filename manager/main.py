@@ -35,6 +35,11 @@ from manager.kube.leader import LeaderElectionConfig, LeaderElector
 from manager.kube.tasks import stop_tasks
 from manager.observability.aggregated import AggregatedVisibilityServer
 from manager.observability.entrypoint import run_process
+from manager.observability.secureflags import (
+    add_secure_serving_flags,
+    secure_serving_from,
+    secure_serving_problem,
+)
 from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ManagerSource
 from manager.telemetry.metrics import Metrics
@@ -124,12 +129,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--metrics-host",
         default="127.0.0.1",
         help="address of /healthz, /readyz, /metrics, /dashboard and the visibility API: "
-        "loopback unless set (0.0.0.0 exposes them, unauthenticated: deploy/ does, behind a "
-        "NetworkPolicy; docs/security.md)",
+        "loopback unless set (0.0.0.0 exposes them: deploy/ does, behind a NetworkPolicy, "
+        "and with --metrics-secure behind a token too; docs/security.md)",
     )
     p.add_argument(
         "--metrics-port", type=int, default=8080, help="their port; 0: any free port (logged)"
     )
+    add_secure_serving_flags(p)
     p.add_argument(
         "--visibility-host",
         help="address of the aggregated visibility API (default: --webhook-host's, so "
@@ -173,6 +179,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.kubeconfig is None and not running_in_cluster():
         p.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
     if problem := _default_webhook_host(args):
+        p.error(problem)
+    if problem := secure_serving_problem(args):
         p.error(problem)
     try:
         args.controller_settings = controller_settings_from(args, role="manager")
@@ -326,7 +334,12 @@ async def run(args: argparse.Namespace) -> None:
         observed = ManagerSource(
             Metrics.for_process(), identity=args.identity, elector=elector, trace_url=args.trace_url
         )
-        server = ObservabilityServer(observed, args.metrics_host, args.metrics_port)
+        server = ObservabilityServer(
+            observed,
+            args.metrics_host,
+            args.metrics_port,
+            secure=secure_serving_from(args, api),
+        )
         await server.start()  # first: a port already taken ends the process at once
 
         async def ensure_namespace() -> None:

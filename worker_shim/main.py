@@ -19,6 +19,11 @@ from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
 from manager.kube.backoff import Backoff
 from manager.observability.entrypoint import run_process
+from manager.observability.secureflags import (
+    add_secure_serving_flags,
+    secure_serving_from,
+    secure_serving_problem,
+)
 from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ShimSource
 from manager.telemetry.metrics import Metrics
@@ -48,8 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--metrics-host",
         default="127.0.0.1",
         help="address of /healthz, /readyz, /metrics, /dashboard and the visibility API: "
-        "loopback unless set (0.0.0.0 exposes them, unauthenticated: deploy/ does, behind a "
-        "NetworkPolicy; docs/security.md)",
+        "loopback unless set (0.0.0.0 exposes them: deploy/ does, behind a NetworkPolicy, "
+        "and with --metrics-secure behind a token too; docs/security.md)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -58,6 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="their port (the manager's default is 8080; give each further shim on one host "
         "its own); 0: any free port (logged)",
     )
+    add_secure_serving_flags(parser)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument(
         "--log-format",
@@ -69,6 +75,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.kubeconfig is None and not running_in_cluster():
         parser.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
+    if problem := secure_serving_problem(args):
+        parser.error(problem)
     try:
         args.controller_settings = controller_settings_from(args, role="worker")
     except ValueError as err:
@@ -108,7 +116,12 @@ async def run(args: argparse.Namespace) -> None:
             args.controller_settings,
             metrics=Metrics.for_process(),
         )
-        server = ObservabilityServer(ShimSource(controller), args.metrics_host, args.metrics_port)
+        server = ObservabilityServer(
+            ShimSource(controller),
+            args.metrics_host,
+            args.metrics_port,
+            secure=secure_serving_from(args, api),
+        )
         await server.start()  # first: a port already taken ends the process at once
         log.info(
             "worker shim starting on %s (fencing %s)",

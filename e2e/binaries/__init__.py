@@ -16,6 +16,7 @@ _HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = _HERE / "build.sh"
 OPERATORS_BUILD_SCRIPT = _HERE / "build-operators.sh"
 KUEUE_BUILD_SCRIPT = _HERE / "build-kueue.sh"
+PROMTOOL_BUILD_SCRIPT = _HERE / "build-promtool.sh"
 VERSIONS_FILE = _HERE / "versions.env"
 
 
@@ -131,6 +132,19 @@ def kueue_dir(target: str = "kueue") -> Path:
 def kueue_version() -> str:
     """The pinned version, or ``$KUEUE_VERSION`` (as build-kueue.sh reads it)."""
     return os.environ.get("KUEUE_VERSION") or _pins()["KUEUE_VERSION"]
+
+
+def promtool_path() -> Path:
+    """Path of promtool built by build-promtool.sh at the pinned ``PROMETHEUS_VERSION`` (or
+    ``$PROMETHEUS_VERSION``); raises BinariesMissing when it has not been built yet."""
+    version = os.environ.get("PROMETHEUS_VERSION") or _pins()["PROMETHEUS_VERSION"]
+    directory = cache_dir() / "bin" / f"promtool-v{version}"
+    if not (directory / ".done").exists() or not (directory / "promtool").exists():
+        raise BinariesMissing(
+            f"promtool v{version} is not built in {directory}: run "
+            f"`bash {PROMTOOL_BUILD_SCRIPT}` (or `make binaries`) first"
+        )
+    return directory / "promtool"
 
 
 def ensure_built() -> None:

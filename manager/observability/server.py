@@ -1,4 +1,4 @@
-"""The observability server of a manager or worker shim process (plain HTTP, aiohttp):
+"""The observability server of a manager or worker shim process (aiohttp):
 
 - ``/healthz``: 200 while the process's event loop answers (liveness);
 - ``/readyz``: 200 once the process can do its work (its informers synced; on a manager,
@@ -11,6 +11,11 @@
 - ``/workloads/NS/NAME``: one workload's page (its timeline, the dispatch decision);
 - ``/apis/visibility.kueue.x-k8s.io/...``: Kueue's visibility API, the pending workloads of
   a ClusterQueue or LocalQueue with their positions (``federation/visibility.py``).
+
+Plain HTTP by default (on loopback unless ``--metrics-host`` says otherwise). Served securely
+(``SecureServing``, ``--metrics-secure``): TLS (``servingtls.py``), and every path but
+``/healthz`` and ``/readyz`` behind a bearer token checked by TokenReview and
+SubjectAccessReview (``access.py``); the kubelet probes those two over HTTPS without one.
 """
 
 from __future__ import annotations
@@ -19,15 +24,18 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from manager.controllers.state import ClusterState
 from manager.federation import visibility
 from manager.observability import dashboard, workloadpage
+from manager.observability.access import DelegatedAccess, require_access
 from manager.observability.history import CHARTS, History
+from manager.observability.servingtls import ServingTLS
 from manager.observability.state import Snapshot, to_json
 from manager.observability.workloadpage import WorkloadDetails
 from manager.telemetry.metrics import Metrics
@@ -38,6 +46,16 @@ HEALTHZ, READYZ, METRICS, DASHBOARD = "/healthz", "/readyz", "/metrics", "/dashb
 STATE_JSON = "/dashboard/state.json"
 HISTORY_JSON = "/dashboard/history.json"
 WORKLOAD_PAGE = "/workloads/{namespace}/{name}"
+OPEN_PATHS = frozenset({HEALTHZ, READYZ})
+"""Served without a token on a secure port: the kubelet's probes carry none."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecureServing:
+    """How a secure observability port serves: its TLS, and who may read it."""
+
+    tls: ServingTLS
+    access: DelegatedAccess
 
 
 class Source(Protocol):
@@ -62,7 +80,9 @@ class Source(Protocol):
     def cluster_state(self) -> tuple[ClusterState | None, str]: ...
 
 
-def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web.Application:
+def create_app(
+    source: Source, *, clock: Callable[[], float] = time.time, middlewares: Sequence[Any] = ()
+) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
@@ -116,7 +136,7 @@ def create_app(source: Source, *, clock: Callable[[], float] = time.time) -> web
         # The page fetches "state.json" relative to itself: serve it under /dashboard/.
         raise web.HTTPFound(DASHBOARD + "/")
 
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares))
     app.router.add_get(HEALTHZ, healthz)
     app.router.add_get(READYZ, readyz)
     app.router.add_get(METRICS, metrics)
@@ -137,22 +157,35 @@ class ListenError(RuntimeError):
 
 class ObservabilityServer:
     """``create_app(source)`` served on ``host:port``; ``port=0`` picks a free port, and
-    ``port`` holds the bound one once ``start()`` returned (it is logged)."""
+    ``port`` holds the bound one once ``start()`` returned (it is logged). With ``secure``,
+    over TLS and behind the access checks (module docstring)."""
 
-    def __init__(self, source: Source, host: str = "127.0.0.1", port: int = 8080) -> None:
+    def __init__(
+        self,
+        source: Source,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        *,
+        secure: SecureServing | None = None,
+    ) -> None:
         self.source = source
         self.host = host
         self.port = port
+        self.secure = secure
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
+        self._cert_watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("the observability server is already running")
-        runner = web.AppRunner(create_app(self.source), access_log=None)
+        secure = self.secure
+        middlewares = [require_access(secure.access, OPEN_PATHS)] if secure else []
+        runner = web.AppRunner(create_app(self.source, middlewares=middlewares), access_log=None)
         await runner.setup()
         try:
-            await web.TCPSite(runner, self.host, self.port).start()
+            ssl_context = secure.tls.context if secure else None
+            await web.TCPSite(runner, self.host, self.port, ssl_context=ssl_context).start()
         except OSError as err:
             await runner.cleanup()
             why = str(err.strerror or err).rsplit(": ", 1)[-1]  # e.g. "address already in use"
@@ -166,14 +199,20 @@ class ObservabilityServer:
         self._runner = runner
         self.port = int(runner.addresses[0][1])
         self._sampler = asyncio.create_task(self._sample_history(), name="history sampler")
+        if secure is not None:
+            self._cert_watch = asyncio.create_task(secure.tls.watch(), name="metrics cert watch")
         log.info(
-            "health, metrics and dashboard on http://%s:%d (%s, %s, %s, %s)",
+            "health, metrics and dashboard on %s://%s:%d (%s, %s, %s, %s)%s",
+            self.scheme,
             self.host,
             self.port,
             HEALTHZ,
             READYZ,
             METRICS,
             DASHBOARD,
+            "; all but the health probes need a bearer token allowed by kube-apiserver"
+            if secure
+            else "",
         )
 
     async def _sample_history(self) -> None:
@@ -187,11 +226,13 @@ class ObservabilityServer:
             await asyncio.sleep(self.source.history.interval)
 
     async def stop(self) -> None:
-        sampler, self._sampler = self._sampler, None
-        if sampler is not None:
-            sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sampler
+        tasks = [self._sampler, self._cert_watch]
+        self._sampler = self._cert_watch = None
+        for task in tasks:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
@@ -206,10 +247,14 @@ class ObservabilityServer:
             await self.stop()
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.secure else "http"
+
+    @property
     def url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     async def __aenter__(self) -> ObservabilityServer:
         await self.start()

@@ -36,10 +36,12 @@ OVERLAYS = [
     Overlay("manager/overlays/default", "manager"),
     Overlay("manager/overlays/cert-manager", "manager"),
     Overlay("manager/overlays/observability", "manager"),
+    Overlay("manager/overlays/prometheus", "manager"),
     Overlay("worker/overlays/default", "worker"),
     Overlay("worker/overlays/observability", "worker"),
     Overlay("worker/overlays/drills", "worker"),
     Overlay("worker/overlays/logs", "worker"),
+    Overlay("worker/overlays/prometheus", "worker"),
     Overlay("observability", "manager"),
 ]
 

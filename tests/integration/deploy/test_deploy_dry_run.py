@@ -5,7 +5,8 @@ a lite worker.
 
 What a dry run cannot create on its own exists for real first: the namespaces the overlay
 declares (shared, fixed names, harmless to leave) and, for the cert-manager overlay,
-stand-ins for cert-manager's CRDs (tests/integration/deploy/data). kfed's own CRDs are
+stand-ins for cert-manager's CRDs, for the prometheus overlays stand-ins for Prometheus
+Operator's (tests/integration/deploy/data). kfed's own CRDs are
 already installed by the ``kueue_crds`` fixture; applying them again is part of the dry run.
 """
 
@@ -23,6 +24,12 @@ from tests.integration.deploy.manifests import OVERLAYS, Obj, Overlay, kubectl, 
 pytestmark = pytest.mark.integration
 
 CERT_MANAGER_CRDS = Path(__file__).parent / "data" / "cert-manager-crds.yaml"
+PROMETHEUS_OPERATOR_CRDS = Path(__file__).parent / "data" / "prometheus-operator-crds.yaml"
+STAND_INS = {
+    "cert-manager.io/": CERT_MANAGER_CRDS,
+    "monitoring.coreos.com/": PROMETHEUS_OPERATOR_CRDS,
+}
+"""API group of custom resources an overlay uses but does not define -> CRD stand-ins."""
 FIELD_MANAGER = "kfed-deploy-test"
 
 
@@ -44,13 +51,22 @@ def apply(kubeconfig: Path, manifest: str, *, dry_run: bool) -> subprocess.Compl
     )
 
 
+def stand_ins(objects: list[Obj]) -> list[Path]:
+    return [
+        crds
+        for group, crds in STAND_INS.items()
+        if any(o["apiVersion"].startswith(group) for o in objects)
+    ]
+
+
 def prerequisites(objects: list[Obj]) -> str:
     """What must exist for real before the dry run: the overlay's namespaces, and the CRDs
-    of custom resources the overlay uses but does not define (cert-manager's)."""
+    of custom resources the overlay uses but does not define (cert-manager's, Prometheus
+    Operator's)."""
     namespaces = [o for o in objects if o["kind"] == "Namespace"]
     text = yaml.safe_dump_all(namespaces)
-    if any(o["apiVersion"].startswith("cert-manager.io/") for o in objects):
-        text += "---\n" + CERT_MANAGER_CRDS.read_text()
+    for crds in stand_ins(objects):
+        text += "---\n" + crds.read_text()
     return text
 
 
@@ -64,10 +80,8 @@ def test_every_overlay_is_accepted_by_the_apiserver(
 
     ready = apply(cluster.kubeconfig, prerequisites(objects), dry_run=False)
     assert ready.returncode == 0, ready.stderr
-    if CERT_MANAGER_CRDS.read_text() in prerequisites(objects):
-        cluster.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "-f", str(CERT_MANAGER_CRDS)
-        )
+    for crds in stand_ins(objects):
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
     result = apply(cluster.kubeconfig, manifest, dry_run=True)
 
     assert result.returncode == 0, result.stderr

@@ -72,8 +72,11 @@ def test_kfed_pods_run_the_image_as_its_non_root_user_and_parse_their_arguments(
         assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         assert ports["metrics"] == args.metrics_port
-        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
-        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+        # A secure port (components/metrics-secure) is probed over HTTPS, without a token.
+        scheme = {"scheme": "HTTPS"} if args.metrics_secure else {}
+        liveness, readiness = container["livenessProbe"], container["readinessProbe"]
+        assert liveness["httpGet"] == {"path": "/healthz", "port": "metrics", **scheme}
+        assert readiness["httpGet"] == {"path": "/readyz", "port": "metrics", **scheme}
         annotations = deployment["spec"]["template"]["metadata"]["annotations"]
         assert annotations["prometheus.io/port"] == str(args.metrics_port)
 
