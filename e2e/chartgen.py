@@ -120,9 +120,10 @@ def with_labels(document: list[str], origin: str) -> list[str]:
     return [*document[: start + 1], "  labels:", f"    {LABELS}", *document[start + 1 :]]
 
 
-def template_of(path: Path, condition: str) -> str:
+def template_of(path: Path, condition: str, *, origin: str | None = None) -> str:
+    """``path``'s objects as a template rendered when ``condition`` holds."""
     text = path.read_text()
-    origin = str(path.relative_to(REPO))
+    origin = origin or str(path.relative_to(REPO))
     if "{{" in text:
         raise ChartGenError(f"{origin}: holds `{{{{`, which Helm would read as a template")
     lines = [

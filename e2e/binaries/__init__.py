@@ -16,6 +16,7 @@ _HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = _HERE / "build.sh"
 OPERATORS_BUILD_SCRIPT = _HERE / "build-operators.sh"
 KUEUE_BUILD_SCRIPT = _HERE / "build-kueue.sh"
+HELM_BUILD_SCRIPT = _HERE / "build-helm.sh"
 VERSIONS_FILE = _HERE / "versions.env"
 
 
@@ -131,6 +132,19 @@ def kueue_dir(target: str = "kueue") -> Path:
 def kueue_version() -> str:
     """The pinned version, or ``$KUEUE_VERSION`` (as build-kueue.sh reads it)."""
     return os.environ.get("KUEUE_VERSION") or _pins()["KUEUE_VERSION"]
+
+
+def helm_path() -> Path:
+    """Helm built by build-helm.sh at the pinned HELM_VERSION (or ``$HELM_VERSION``); raises
+    BinariesMissing when it has not been built yet."""
+    version = os.environ.get("HELM_VERSION") or _pins()["HELM_VERSION"]
+    directory = cache_dir() / "bin" / f"helm-v{version}"
+    if not (directory / ".done").exists():
+        raise BinariesMissing(
+            f"helm v{version} is not built in {directory}: run `bash {HELM_BUILD_SCRIPT}` "
+            "(or `make binaries`) first"
+        )
+    return directory / "helm"
 
 
 def ensure_built() -> None:
