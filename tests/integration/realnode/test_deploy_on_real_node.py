@@ -104,5 +104,3 @@ def test_the_manager_and_shim_run_from_the_image_and_federate_the_article(
     assert (summary["kind"], summary["items"]) == ("PendingWorkloadsSummary", [])
     for key, seconds in timings.items():
         print(f"[real node] {key}: {seconds:.1f}s")
-
-
