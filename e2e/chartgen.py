@@ -62,11 +62,12 @@ COMPONENTS = {
 """Every component of deploy/ and the value that turns it on in the chart."""
 
 OPTIONAL_FILES = {
-    "networkpolicy.yaml": ".Values.networkPolicy.enabled",
-    "visibility.yaml": ".Values.manager.visibility.enabled",
-    "poddisruptionbudget.yaml": ".Values.manager.podDisruptionBudget.enabled",
+    "manager/base/networkpolicy.yaml": ".Values.networkPolicy.enabled",
+    "worker/base/networkpolicy.yaml": ".Values.networkPolicy.enabled",
+    "manager/base/visibility.yaml": ".Values.manager.visibility.enabled",
+    "manager/base/poddisruptionbudget.yaml": ".Values.manager.podDisruptionBudget.enabled",
 }
-"""Files of a base the chart can leave out, by file name, and the value that keeps them."""
+"""Files of deploy/ the chart can leave out, and the value that keeps them."""
 
 LABELS = '{{- include "kfed.labels" $ | nindent 4 }}'
 
@@ -143,7 +144,9 @@ def template_of(path: Path, condition: str, *, origin: str | None = None) -> str
         for doc in documents
         if any(line and not line.lstrip().startswith("#") for line in doc)
     )
-    extra = OPTIONAL_FILES.get(path.name)
+    extra = (
+        OPTIONAL_FILES.get(str(path.relative_to(DEPLOY))) if path.is_relative_to(DEPLOY) else None
+    )
     test = f"and ({condition}) {extra}" if extra else condition
     return (
         f"{{{{- /* Generated from {origin} by `python -m e2e.chartgen` (make chart): edit "

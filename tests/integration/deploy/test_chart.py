@@ -203,3 +203,13 @@ def test_a_value_kfed_cannot_run_with_fails_the_render_by_name(value: str, named
 
     assert result.returncode != 0
     assert named in result.stderr, result.stderr
+
+
+def test_every_overlay_of_deploy_has_the_values_that_render_it() -> None:
+    overlays = {
+        str(p.parent.relative_to(DEPLOY)) for p in DEPLOY.glob("*/overlays/*/kustomization.yaml")
+    }
+
+    assert overlays == set(AS_OVERLAY) | set(TRACING), (
+        "add the values that stand for each new overlay to AS_OVERLAY (or TRACING)"
+    )

@@ -41,7 +41,7 @@ def test_labels_join_the_ones_an_object_has_or_come_first() -> None:
 
 
 def test_a_template_keeps_comments_and_takes_the_release_namespace(tmp_path: Path) -> None:
-    source = tmp_path / "networkpolicy.yaml"
+    source = tmp_path / "serviceaccount.yaml"
     source.write_text(
         "# in kueue-system\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n"
         "  name: a\n  namespace: kueue-system\n"
@@ -50,7 +50,15 @@ def test_a_template_keeps_comments_and_takes_the_release_namespace(tmp_path: Pat
 
     assert "# in kueue-system" in text
     assert "  namespace: {{ .Release.Namespace }}" in text
-    assert '{{- if and (eq .Values.side "manager") .Values.networkPolicy.enabled }}' in text
+    assert '{{- if eq .Values.side "manager" }}' in text
+
+
+def test_an_optional_file_of_deploy_is_rendered_when_its_value_says() -> None:
+    policy = chartgen.DEPLOY / "worker" / "base" / "networkpolicy.yaml"
+
+    text = chartgen.template_of(policy, chartgen.SIDE_WORKER)
+
+    assert '{{- if and (eq .Values.side "worker") .Values.networkPolicy.enabled }}' in text
 
 
 def test_flow_style_labels_and_template_braces_are_refused(tmp_path: Path) -> None:
