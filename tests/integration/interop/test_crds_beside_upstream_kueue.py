@@ -70,8 +70,11 @@ def admitted_by_upstream(cluster: LocalCluster, namespace: str, job: str) -> boo
     for workload in get(cluster, "workloads", "-n", namespace)["items"]:
         owners = workload["metadata"].get("ownerReferences") or []
         if any(o["kind"] == "Job" and o["name"] == job for o in owners):
+            # Finished: it was admitted and ran (kwok completes its Pod within seconds).
             conditions = workload.get("status", {}).get("conditions", [])
-            return any(c["type"] == "Admitted" and c["status"] == "True" for c in conditions)
+            return any(
+                c["type"] in ("Admitted", "Finished") and c["status"] == "True" for c in conditions
+            )
     return False
 
 
@@ -106,22 +109,25 @@ def test_kfed_refuses_to_replace_upstream_kueue_s_crds_and_every_stored_object_s
 
     kfed = str(Path(sys.executable).with_name("kfed"))
     on_worker = ("--kubeconfig", str(cluster.kubeconfig))
-    checked = run(kfed, "crds", "--check-cluster", *on_worker)
-    applied = run(kfed, "crds", "--apply", *on_worker)
-    helm = run(
-        str(binaries.helm_path()), f"--kubeconfig={cluster.kubeconfig}",
-        "install", "kfed-crds", str(CRD_CHART),
-    )  # fmt: skip
-
-    for refused in (checked, applied):
+    # Each installer is run only once the one before refused: one that went through would
+    # replace the CRDs of the bed that every interop test shares.
+    for argv in (("--check-cluster",), ("--apply",)):
+        refused = run(kfed, "crds", *argv, *on_worker)
         assert refused.returncode == 1, refused.stdout + refused.stderr
         assert "nothing applied" in refused.stderr
         assert "clusterqueues.kueue.x-k8s.io: the installed CRD serves v1beta1" in refused.stderr
         assert "Keep the installed CRDs" in refused.stderr
         assert "applied " not in refused.stdout
-    assert helm.returncode != 0
-    assert "serves v1beta1, which kfed's CRD does not serve" in helm.stderr, helm.stderr
-    assert "install the kfed chart alone" in helm.stderr
+    # Helm: a server-side dry run first (lookup reads the cluster, nothing is applied), then
+    # the install itself.
+    for dry_run in (("--dry-run=server",), ()):
+        helm = run(
+            str(binaries.helm_path()), f"--kubeconfig={cluster.kubeconfig}",
+            "install", "kfed-crds", str(CRD_CHART), *dry_run,
+        )  # fmt: skip
+        assert helm.returncode != 0, helm.stdout[:2000]
+        assert "serves v1beta1, which kfed's CRD does not serve" in helm.stderr, helm.stderr
+        assert "install the kfed chart alone" in helm.stderr
     listed = run(str(binaries.helm_path()), f"--kubeconfig={cluster.kubeconfig}", "list", "-A")
     assert "kfed-crds" not in listed.stdout
 
