@@ -89,12 +89,21 @@ readinessProbe:
   periodSeconds: 5
 {{- end }}
 
+{{/* The pod template's annotations: Prometheus' (observability.prometheusAnnotations) and
+.extra (a dict), if any. */}}
 {{- define "kfed.podAnnotations" -}}
+{{- $annotations := dict }}
 {{- if .root.Values.observability.prometheusAnnotations }}
+{{- $_ := set $annotations "prometheus.io/scrape" "true" }}
+{{- $_ := set $annotations "prometheus.io/port" (toString .port) }}
+{{- $_ := set $annotations "prometheus.io/path" "/metrics" }}
+{{- end }}
+{{- with .extra }}
+{{- $annotations = merge $annotations . }}
+{{- end }}
+{{- with $annotations }}
 annotations:
-  prometheus.io/scrape: "true"
-  prometheus.io/port: {{ .port | quote }}
-  prometheus.io/path: /metrics
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
 

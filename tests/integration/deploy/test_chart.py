@@ -213,3 +213,22 @@ def test_every_overlay_of_deploy_has_the_values_that_render_it() -> None:
     assert overlays == set(AS_OVERLAY) | set(TRACING), (
         "add the values that stand for each new overlay to AS_OVERLAY (or TRACING)"
     )
+
+
+def test_a_changed_manager_config_rolls_the_pods() -> None:
+    def annotations(*values: str) -> dict[str, str]:
+        objects = template(*values)
+        template_meta = find(objects, "Deployment", "kfed-manager")["spec"]["template"]
+        found: dict[str, str] = template_meta["metadata"].get("annotations", {})
+        return found
+
+    one = annotations("--set", "manager.managerConfig.kfed.admissionTimeout=30s")
+    other = annotations("--set", "manager.managerConfig.kfed.admissionTimeout=45s")
+    bare = annotations(
+        "--set", "manager.managerConfig.kfed.admissionTimeout=30s",
+        "--set", "observability.prometheusAnnotations=false",
+    )  # fmt: skip
+
+    assert one["kfed.io/config-checksum"] != other["kfed.io/config-checksum"]
+    assert bare == {"kfed.io/config-checksum": one["kfed.io/config-checksum"]}
+    assert "kfed.io/config-checksum" not in annotations()
