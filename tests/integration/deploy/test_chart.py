@@ -232,3 +232,23 @@ def test_a_changed_manager_config_rolls_the_pods() -> None:
     assert one["kfed.io/config-checksum"] != other["kfed.io/config-checksum"]
     assert bare == {"kfed.io/config-checksum": one["kfed.io/config-checksum"]}
     assert "kfed.io/config-checksum" not in annotations()
+
+
+@pytest.mark.parametrize("side", ["manager", "worker"])
+def test_another_release_namespace_reaches_every_object_and_flag(side: str) -> None:
+    text = helm(
+        "template", "kfed", str(CHART), "--namespace", "kfed-system", "--set", f"side={side}",
+        "--set", "webhook.certificates=cert-manager",
+    ).stdout  # fmt: skip
+    objects = [o for o in yaml.safe_load_all(text) if o]
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    parse = manager_main.parse_args if side == "manager" else shim_main.parse_args
+    args = parse(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in lines if "kueue-system" in line]
+    assert args.namespace == "kfed-system"
+    namespaces = {o["metadata"].get("namespace") for o in objects} - {None}
+    assert namespaces <= {"kfed-system", "kube-system"}, "kube-system: the visibility reader"
+    subjects = [s for o in objects for s in o.get("subjects", []) if s["kind"] == "ServiceAccount"]
+    assert subjects and {s["namespace"] for s in subjects} == {"kfed-system"}
