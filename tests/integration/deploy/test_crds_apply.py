@@ -1,8 +1,8 @@
 """Installing kfed's CRDs where they already are (the lite clusters, ``crds/`` applied):
 ``kfed crds --check-cluster`` finds nothing lost, ``kfed crds --apply`` applies every CRD again
 (server-side, the field manager the test bed uses: no conflict) and changes no served
-version, and ``helm install --dry-run=server`` of charts/kfed-crds renders past its own
-check (lookup reads the installed CRDs). The refusals: tests/integration/interop/
+version, and ``helm install --dry-run=server --take-ownership`` of charts/kfed-crds (the CRDs
+were applied without Helm) renders past its own check (lookup reads the installed CRDs). The refusals: tests/integration/interop/
 test_crds_beside_upstream_kueue.py, against upstream Kueue's CRDs."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_bad_combinations_of_kfed_crds_options_are_usage_errors() -> None:
 def test_the_crd_chart_passes_its_check_over_kfed_s_own_crds(kueue_crds: LocalFederation) -> None:
     result = run(
         str(binaries.helm_path()), f"--kubeconfig={kueue_crds.kubeconfig('manager')}",
-        "install", "kfed-crds", str(CRD_CHART), "--dry-run=server",
+        "install", "kfed-crds", str(CRD_CHART), "--dry-run=server", "--take-ownership",
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
