@@ -112,6 +112,23 @@ def job_complete(cluster: LocalCluster, name: str) -> bool:
     return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
 
 
+def crds_established(cluster: LocalCluster, group: str = "kueue.x-k8s.io") -> None:
+    """Wait until every CRD of ``group`` is Established (``kubectl wait`` errors on a CRD
+    created a moment ago, whose status has no conditions yet)."""
+
+    def established() -> bool:
+        crds = [c for c in get(cluster, "crd")["items"] if c["spec"]["group"] == group]
+        return bool(crds) and all(
+            any(
+                c["type"] == "Established" and c["status"] == "True"
+                for c in (crd.get("status") or {}).get("conditions") or []
+            )
+            for crd in crds
+        )
+
+    wait_for_sync(established, timeout=120, what=f"{group} CRDs Established", interval=0.5)
+
+
 def register_worker_1(bed: RealBed, tmp_path: Path) -> None:
     """worker-1's queues, the manager's identity there from make-kubeconfig.sh; on the
     manager the article's queues, the MultiKueue check, and worker-1 added with kfed."""

@@ -24,6 +24,7 @@ from tests.integration.realnode.federating import (
     NAMESPACE,
     SHIM_METRICS,
     apiservice_available,
+    crds_established,
     diagnose,
     get,
     install_and_wait_ready,
@@ -54,7 +55,7 @@ def test_the_manager_and_shim_run_from_the_image_and_federate_the_article(
     # finds it when it connects.
     for local in (manager, worker):
         local.kubectl("apply", "--server-side", "-k", str(CRDS))
-        local.kubectl("wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
+        crds_established(local)
     timings["worker shim: apply -> /readyz"], shim = install_and_wait_ready(
         real_bed, "worker-1", lambda: apply_k(worker, WORKER_OVERLAY), "kfed-worker-shim",
         SHIM_METRICS,

@@ -26,6 +26,7 @@ from tests.integration.realnode.federating import (
     MANAGER_METRICS,
     NAMESPACE,
     SHIM_METRICS,
+    crds_established,
     diagnose,
     get,
     install_and_wait_ready,
@@ -133,7 +134,7 @@ def test_helm_installs_both_sides_upgrades_without_losing_a_workload_and_uninsta
     for local in (manager, worker):
         started = time.monotonic()
         helm(local, "install", "kfed-crds", str(CRD_CHART))
-        local.kubectl("wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
+        crds_established(local)
         timings[f"{local.name}: helm install kfed-crds -> Established"] = time.monotonic() - started
     ours = crd_names(manager)
     assert len(ours) == 11 and crd_names(worker) == ours
