@@ -191,13 +191,13 @@ def test_helm_installs_both_sides_upgrades_without_losing_a_workload_and_uninsta
     kept = {}
     for local in (manager, worker):
         kept[local.name] = kueue_objects(local)
-        helm(local, "uninstall", "kfed", "--namespace", NAMESPACE, "--wait")
+        helm(local, "uninstall", "kfed", "--namespace", NAMESPACE)
         app = "kfed-manager" if local is manager else "kfed-worker-shim"
         wait_for_sync(
             lambda c=local, a=app: not pods_of(c, a),  # type: ignore[misc]
             timeout=180, what=f"{app}'s Pods gone after helm uninstall", interval=0.5,
         )  # fmt: skip
-        helm(local, "uninstall", "kfed-crds", "--wait")
+        helm(local, "uninstall", "kfed-crds")
         assert json.loads(helm(local, "list", "-A", "-o", "json")) == []
         assert crd_names(local) == ours
         remaining = kueue_objects(local)
