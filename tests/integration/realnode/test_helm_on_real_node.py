@@ -202,7 +202,7 @@ def test_helm_installs_both_sides_upgrades_without_losing_a_workload_and_uninsta
         assert crd_names(local) == ours
         remaining = kueue_objects(local)
         assert kept[local.name] <= remaining, sorted(kept[local.name] - remaining)
-    assert any(resource == "workloads" for resource, *_ in kept["manager"])
-    assert any(resource == "clusterqueues" for resource, *_ in kept["worker-1"])
+    assert any(resource == f"workloads.{KUEUE_GROUP}" for resource, *_ in kept["manager"])
+    assert any(resource == f"clusterqueues.{KUEUE_GROUP}" for resource, *_ in kept["worker-1"])
     for key, seconds in timings.items():
         print(f"[real node, helm] {key}: {seconds:.1f}s")
