@@ -2,8 +2,9 @@
 ``kfed crds --check-cluster`` finds nothing lost, ``kfed crds --apply`` applies every CRD again
 (server-side, the field manager the test bed uses: no conflict) and changes no served
 version, and ``helm install --dry-run=server --take-ownership`` of charts/kfed-crds (the CRDs
-were applied without Helm) renders past its own check (lookup reads the installed CRDs). The refusals: tests/integration/interop/
-test_crds_beside_upstream_kueue.py, against upstream Kueue's CRDs."""
+were applied without Helm) renders past its own check (lookup reads the installed CRDs).
+The refusals: tests/integration/interop/test_crds_beside_upstream_kueue.py, against upstream
+Kueue's CRDs."""
 
 from __future__ import annotations
 
