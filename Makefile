@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 BENCH_STAMP := $(VENV)/.kfed-bench-installed
 
-.PHONY: demo test lint unit integration binaries browser realnode crds image kind bench-scheduler bench-scheduler-upstream bench-apiserver bench-federation bench-jobsets bench-multikueue clean
+.PHONY: demo test lint unit integration binaries browser realnode crds chart image kind bench-scheduler bench-scheduler-upstream bench-apiserver bench-federation bench-jobsets bench-multikueue clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,14 +22,16 @@ $(BENCH_STAMP): $(STAMP)
 	touch $@
 
 ## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok, the
-## workers' operators (jobset, trainer, kuberay), upstream Kueue (the interop tests) and promtool
-## (the alert rule tests), once; the four scripts run in parallel
+## workers' operators (jobset, trainer, kuberay), upstream Kueue (the interop tests), promtool
+## (the alert rule tests) and Helm (the chart's tests), once; the five scripts run in parallel
 binaries:
 	@bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
 	bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
 	bash e2e/binaries/build-kueue.sh kueue >/dev/null & kueue=$$!; \
 	bash e2e/binaries/build-promtool.sh >/dev/null & prom=$$!; \
+	bash e2e/binaries/build-helm.sh >/dev/null & helm=$$!; \
 	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; wait $$kueue || failed=1; wait $$prom || failed=1; \
+	wait $$helm || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries: a build failed (see above)" >&2; exit 1; }
 
 ## browser: Debian's chromium, for the dashboard test (headless)
@@ -100,10 +102,15 @@ bench-multikueue: $(BENCH_STAMP) binaries
 bench-jobsets: $(STAMP) binaries
 	$(BIN)/python -m e2e.bench.jobsets $(BENCH_ARGS)
 
-## crds: regenerate crds/ from the pydantic models
+## crds: regenerate crds/ from the pydantic models (and the copies in deploy/ and the CRD chart)
 crds: $(STAMP)
 	$(BIN)/kfed crds --out-dir crds/
 	$(BIN)/kfed crds --out-dir deploy/crds/
+	$(BIN)/kfed crds --out-dir charts/kfed-crds/files/
+
+## chart: regenerate charts/kfed's static templates from deploy/ (e2e/chartgen.py)
+chart: $(STAMP)
+	$(BIN)/python -m e2e.chartgen
 
 IMAGE ?= kfed:0.1.0
 ## image: the container image (manager, worker shim, kfed CLI), with or without a registry:

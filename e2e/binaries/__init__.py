@@ -17,6 +17,7 @@ BUILD_SCRIPT = _HERE / "build.sh"
 OPERATORS_BUILD_SCRIPT = _HERE / "build-operators.sh"
 KUEUE_BUILD_SCRIPT = _HERE / "build-kueue.sh"
 PROMTOOL_BUILD_SCRIPT = _HERE / "build-promtool.sh"
+HELM_BUILD_SCRIPT = _HERE / "build-helm.sh"
 VERSIONS_FILE = _HERE / "versions.env"
 
 
@@ -145,6 +146,19 @@ def promtool_path() -> Path:
             f"`bash {PROMTOOL_BUILD_SCRIPT}` (or `make binaries`) first"
         )
     return directory / "promtool"
+
+
+def helm_path() -> Path:
+    """Helm built by build-helm.sh at the pinned HELM_VERSION (or ``$HELM_VERSION``); raises
+    BinariesMissing when it has not been built yet."""
+    version = os.environ.get("HELM_VERSION") or _pins()["HELM_VERSION"]
+    directory = cache_dir() / "bin" / f"helm-v{version}"
+    if not (directory / ".done").exists():
+        raise BinariesMissing(
+            f"helm v{version} is not built in {directory}: run `bash {HELM_BUILD_SCRIPT}` "
+            "(or `make binaries`) first"
+        )
+    return directory / "helm"
 
 
 def ensure_built() -> None:

@@ -6,8 +6,9 @@ Phases (each is a method; ``python -m e2e.kind`` runs them, docs/kind.md explain
 1. ``create``: the three kind clusters; worker nodes labelled ``gpu.model`` with
    ``nvidia.com/gpu`` patched onto their status (see layout.py);
 2. ``image``: ``docker build`` of the repository's Dockerfile, ``kind load`` into each;
-3. ``install``: ``kubectl apply -k`` of deploy/manager/overlays/default on the manager and
-   deploy/worker/overlays/drills on the workers, then wait for the rollouts;
+3. ``install``: ``kubectl apply -k`` of deploy/crds on every cluster, then of
+   deploy/manager/overlays/default on the manager and deploy/worker/overlays/drills on the
+   workers, then wait for the rollouts;
 4. ``register``: per worker, deploy/worker/make-kubeconfig.sh for the manager's
    ServiceAccount there, with the worker's control-plane address on the kind network (what
    the manager's pods can reach), and ``kfed cluster add``;
@@ -46,6 +47,8 @@ ARTICLE_JOBS = {"light-job": "worker-1", "heavy-job": "worker-2"}
 """Where the article says each job runs."""
 MANAGER_OVERLAY = DEPLOY / "manager" / "overlays" / "default"
 WORKER_OVERLAY = DEPLOY / "worker" / "overlays" / "drills"
+CRDS = DEPLOY / "crds"
+"""Applied on their own, before the overlays (which leave them out)."""
 MAKE_KUBECONFIG = DEPLOY / "worker" / "make-kubeconfig.sh"
 BLACKHOLE = "10.255.255.1:6443"
 """Non-routable: connections from the manager's pod hang, as across a partition."""
@@ -157,6 +160,10 @@ class KindScenario:
 
     def install(self) -> None:
         for cluster in self.clusters:
+            self.shell.run(self.on(cluster.name, "apply", "--server-side", "-k", str(CRDS)))
+            self.shell.run(
+                self.on(cluster.name, "wait", "--for=condition=Established", "crd", "--all")
+            )
             overlay = MANAGER_OVERLAY if cluster.name == "manager" else WORKER_OVERLAY
             self.shell.run(self.on(cluster.name, "apply", "--server-side", "-k", str(overlay)))
         rollouts = [("manager", "kfed-manager")]

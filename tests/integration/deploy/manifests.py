@@ -33,6 +33,7 @@ class Overlay:
 
 
 OVERLAYS = [
+    Overlay("crds", "manager"),
     Overlay("manager/overlays/default", "manager"),
     Overlay("manager/overlays/cert-manager", "manager"),
     Overlay("manager/overlays/observability", "manager"),

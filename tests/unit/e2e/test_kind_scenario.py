@@ -14,6 +14,7 @@ import yaml
 from e2e.kind import layout
 from e2e.kind.__main__ import main as kind_main
 from e2e.kind.scenario import (
+    CRDS,
     MAKE_KUBECONFIG,
     MANAGER_OVERLAY,
     SEED,
@@ -112,10 +113,13 @@ def test_each_cluster_gets_its_overlay_and_is_waited_for(
     applies = [c.argv for c in commands(shell, "kubectl") if "-k" in c.argv]
 
     assert [(a[1], a[-1]) for a in applies] == [
+        (f"--kubeconfig={scenario.kubeconfig('manager')}", str(CRDS)),
         (f"--kubeconfig={scenario.kubeconfig('manager')}", str(MANAGER_OVERLAY)),
+        (f"--kubeconfig={scenario.kubeconfig('worker-1')}", str(CRDS)),
         (f"--kubeconfig={scenario.kubeconfig('worker-1')}", str(WORKER_OVERLAY)),
+        (f"--kubeconfig={scenario.kubeconfig('worker-2')}", str(CRDS)),
         (f"--kubeconfig={scenario.kubeconfig('worker-2')}", str(WORKER_OVERLAY)),
-    ]
+    ], "the CRDs first, on their own: the overlays leave them out"
     assert all("--server-side" in a for a in applies), "the CRDs are too large for client-side"
     assert MANAGER_OVERLAY.is_dir() and WORKER_OVERLAY.is_dir()
     rollouts = [c.argv[-2] for c in commands(shell, "kubectl") if "rollout" in c.argv]

@@ -1,0 +1,137 @@
+{{/* Labels of every object: deploy/'s (kustomize's app.kubernetes.io/part-of) and Helm's
+release. tests/integration/deploy/test_chart.py ignores only helm.sh/chart and
+app.kubernetes.io/instance when it compares with deploy/. */}}
+{{- define "kfed.labels" -}}
+app.kubernetes.io/part-of: kfed
+app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{- define "kfed.image" -}}
+{{ printf "%s:%s" .Values.image.repository (toString .Values.image.tag) }}
+{{- end }}
+
+{{/* Fails the render on a value kfed cannot run with, saying which and what it may be. */}}
+{{- define "kfed.checkValues" -}}
+{{- if not (has .Values.side (list "manager" "worker")) }}
+{{- fail (printf "side: %q is neither manager nor worker" .Values.side) }}
+{{- end }}
+{{- if not (has .Values.webhook.certificates (list "kfed" "cert-manager")) }}
+{{- fail (printf "webhook.certificates: %q is neither kfed nor cert-manager" .Values.webhook.certificates) }}
+{{- end }}
+{{- if and .Values.webhook.registerHost (eq .Values.webhook.certificates "cert-manager") }}
+{{- fail "webhook.registerHost: only with webhook.certificates=kfed (with cert-manager the chart registers the webhook by Service)" }}
+{{- end }}
+{{- if not (has .Values.worker.mode (list "full" "no-fencing")) }}
+{{- fail (printf "worker.mode: %q is neither full nor no-fencing" .Values.worker.mode) }}
+{{- end }}
+{{- with .Values.manager.failoverPolicy }}
+{{- if not (has . (list "at-most-once" "fast")) }}
+{{- fail (printf "manager.failoverPolicy: %q is neither at-most-once nor fast" .) }}
+{{- end }}
+{{- end }}
+{{- with .Values.manager.dispatchMode }}
+{{- if not (has . (list "capacity-aware" "all-at-once" "incremental")) }}
+{{- fail (printf "manager.dispatchMode: %q is not capacity-aware, all-at-once or incremental" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The pod settings both sides share: what the image needs (user 65532, read-only root
+with a writable /tmp) and the pod values. */}}
+{{- define "kfed.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "kfed.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end }}
+
+{{- define "kfed.podPlacement" -}}
+{{- with .Values.pod.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.pod.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if .Values.pod.hostNetwork }}
+hostNetwork: true
+{{- end }}
+{{- end }}
+
+{{- define "kfed.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: metrics
+    {{- with .Values.pod.probeHost }}
+    host: {{ . }}
+    {{- end }}
+  periodSeconds: 10
+  failureThreshold: 3
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: metrics
+    {{- with .Values.pod.probeHost }}
+    host: {{ . }}
+    {{- end }}
+  periodSeconds: 5
+{{- end }}
+
+{{/* The pod template's annotations: Prometheus' (observability.prometheusAnnotations) and
+.extra (a dict), if any. */}}
+{{- define "kfed.podAnnotations" -}}
+{{- $annotations := dict }}
+{{- if .root.Values.observability.prometheusAnnotations }}
+{{- $_ := set $annotations "prometheus.io/scrape" "true" }}
+{{- $_ := set $annotations "prometheus.io/port" (toString .port) }}
+{{- $_ := set $annotations "prometheus.io/path" "/metrics" }}
+{{- end }}
+{{- with .extra }}
+{{- $annotations = merge $annotations . }}
+{{- end }}
+{{- with $annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* env: POD_NAME, the OTLP exporter's when tracing is on, then pod.extraEnv. */}}
+{{- define "kfed.env" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- if .root.Values.observability.tracing.enabled }}
+- name: OTEL_SERVICE_NAME
+  value: {{ .service }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .root.Values.observability.tracing.endpoint }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ .root.Values.observability.tracing.protocol }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: service.instance.id=$(POD_NAME),k8s.pod.name=$(POD_NAME)
+{{- end }}
+{{- with .root.Values.pod.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The webhook writes its serving certificate to /tmp: a small memory volume. */}}
+{{- define "kfed.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    medium: Memory
+    sizeLimit: 16Mi
+{{- end }}

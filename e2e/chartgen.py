@@ -1,0 +1,225 @@
+"""charts/kfed's static templates, generated from deploy/ (one source for both).
+
+Every file a kustomization of deploy/ lists (the manager's and the worker's base, their
+components, deploy/roles) becomes a template of charts/kfed/templates/generated/: the same
+objects with the chart's labels, ``{{ .Release.Namespace }}`` for ``kueue-system``, inside the
+``if`` that says when the chart renders them (the side, a component's value). A file added to
+one of those kustomizations flows into the chart at the next ``make chart``; a new component
+is refused until COMPONENTS says which value turns it on.
+
+Not generated: the Namespaces (Helm's ``--create-namespace``; uninstalling never deletes a
+namespace) and the two Deployments, whose fields the chart's values set
+(templates/manager/deployment.yaml, templates/worker/deployment.yaml);
+tests/integration/deploy/test_chart.py compares those with kustomize's output.
+
+    python -m e2e.chartgen            # write the templates
+    python -m e2e.chartgen --check    # exit 1 and name the files that are not current
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+GENERATED = REPO / "charts" / "kfed" / "templates" / "generated"
+NAMESPACE = "kueue-system"
+HAND_WRITTEN = {"deployment.yaml", "shim-deployment.yaml", "namespace.yaml"}
+"""Files of a base the chart templates by hand (Deployments) or leaves to Helm (Namespace)."""
+
+SIDE_MANAGER = 'eq .Values.side "manager"'
+SIDE_WORKER = 'eq .Values.side "worker"'
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    kustomization: str
+    """A directory of deploy/ whose kustomization.yaml lists the files."""
+    condition: str
+    """When the chart renders its files: a Helm template condition."""
+
+
+SOURCES = [
+    Source("roles", ".Values.userRoles.enabled"),
+    Source("manager/base", SIDE_MANAGER),
+    Source("worker/base", SIDE_WORKER),
+]
+COMPONENTS = {
+    "manager/components/webhook-shared-secret": (
+        f'and ({SIDE_MANAGER}) (eq .Values.webhook.certificates "kfed")'
+    ),
+    "manager/components/webhook-cert-manager": (
+        f'and ({SIDE_MANAGER}) (eq .Values.webhook.certificates "cert-manager")'
+    ),
+    "worker/components/drills": f"and ({SIDE_WORKER}) .Values.worker.managerRemote.drills",
+    "worker/components/logs": f"and ({SIDE_WORKER}) .Values.worker.managerRemote.logs",
+}
+"""Every component of deploy/ and the value that turns it on in the chart."""
+
+OPTIONAL_FILES = {
+    "manager/base/networkpolicy.yaml": ".Values.networkPolicy.enabled",
+    "worker/base/networkpolicy.yaml": ".Values.networkPolicy.enabled",
+    "manager/base/visibility.yaml": ".Values.manager.visibility.enabled",
+    "manager/base/poddisruptionbudget.yaml": ".Values.manager.podDisruptionBudget.enabled",
+}
+"""Files of deploy/ the chart can leave out, and the value that keeps them."""
+
+LABELS = '{{- include "kfed.labels" $ | nindent 4 }}'
+
+
+class ChartGenError(ValueError):
+    """deploy/ holds something the generator cannot carry into the chart; the message says
+    what to do."""
+
+
+def sources() -> list[Source]:
+    """The base kustomizations, then every component directory found under deploy/ (each must
+    be known to COMPONENTS)."""
+    found = sorted(
+        str(p.parent.relative_to(DEPLOY)) for p in DEPLOY.glob("*/components/*/kustomization.yaml")
+    )
+    unknown = [c for c in found if c not in COMPONENTS]
+    if unknown:
+        raise ChartGenError(
+            f"deploy/ has components the chart does not know: {', '.join(unknown)}; add each "
+            "to COMPONENTS in e2e/chartgen.py with the value that turns it on (and that value "
+            "to charts/kfed/values.yaml)"
+        )
+    return [*SOURCES, *(Source(c, COMPONENTS[c]) for c in found)]
+
+
+def listed_files(directory: Path) -> list[Path]:
+    """The files (not directories) the kustomization lists under resources."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    files = []
+    for entry in kustomization.get("resources") or []:
+        path = directory / entry
+        if path.is_file() and path.name not in HAND_WRITTEN:
+            files.append(path)
+    return files
+
+
+def with_labels(document: list[str], origin: str) -> list[str]:
+    """``document``'s lines with the chart's labels merged into metadata.labels."""
+    try:
+        start = document.index("metadata:")
+    except ValueError:
+        raise ChartGenError(f"{origin}: a document without a block `metadata:`") from None
+    end = start + 1
+    while end < len(document) and (document[end].startswith(" ") or not document[end]):
+        end += 1
+    for i in range(start + 1, end):
+        if document[i].rstrip() == "  labels:":
+            return [*document[: i + 1], f"    {LABELS}", *document[i + 1 :]]
+        if document[i].startswith("  labels:"):
+            raise ChartGenError(f"{origin}: write metadata.labels as a block, one per line")
+    return [*document[: start + 1], "  labels:", f"    {LABELS}", *document[start + 1 :]]
+
+
+def template_of(path: Path, condition: str, *, origin: str | None = None) -> str:
+    """``path``'s objects as a template rendered when ``condition`` holds."""
+    text = path.read_text()
+    origin = origin or str(path.relative_to(REPO))
+    if "{{" in text:
+        raise ChartGenError(f"{origin}: holds `{{{{`, which Helm would read as a template")
+    lines = [
+        line.replace(NAMESPACE, "{{ .Release.Namespace }}")
+        if not line.lstrip().startswith("#")
+        else line
+        for line in text.rstrip("\n").split("\n")
+    ]
+    documents: list[list[str]] = [[]]
+    for line in lines:
+        if line.rstrip() == "---":
+            documents.append([])
+        else:
+            documents[-1].append(line)
+    body = "\n---\n".join(
+        "\n".join(with_labels(doc, origin))
+        for doc in documents
+        if any(line and not line.lstrip().startswith("#") for line in doc)
+    )
+    extra = (
+        OPTIONAL_FILES.get(str(path.relative_to(DEPLOY))) if path.is_relative_to(DEPLOY) else None
+    )
+    test = f"and ({condition}) {extra}" if extra else condition
+    return (
+        f"{{{{- /* Generated from {origin} by `python -m e2e.chartgen` (make chart): edit "
+        "that file, not this one. */}}\n"
+        f"{{{{- if {test} }}}}\n{body}\n{{{{- end }}}}\n"
+    )
+
+
+def rendered() -> dict[Path, str]:
+    """Every generated template by its path."""
+    templates: dict[Path, str] = {}
+    for source in sources():
+        directory = DEPLOY / source.kustomization
+        prefix = source.kustomization.replace("/", "-").replace("-base", "")
+        for path in listed_files(directory):
+            name = f"{prefix}-{path.name}".replace("-components-", "-")
+            templates[GENERATED / name] = template_of(path, source.condition)
+    return templates
+
+
+def stale() -> list[str]:
+    """What differs between GENERATED and what deploy/ generates, one line each."""
+    wanted = rendered()
+    problems = [
+        f"{p.relative_to(REPO)}: not current"
+        for p, text in sorted(wanted.items())
+        if not p.exists() or p.read_text() != text
+    ]
+    if GENERATED.exists():
+        problems += [
+            f"{p.relative_to(REPO)}: generated from nothing in deploy/ any more"
+            for p in sorted(GENERATED.glob("*.yaml"))
+            if p not in wanted
+        ]
+    return problems
+
+
+def write() -> list[Path]:
+    wanted = rendered()
+    GENERATED.mkdir(parents=True, exist_ok=True)
+    changed = []
+    for path, text in sorted(wanted.items()):
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            changed.append(path)
+    for path in sorted(GENERATED.glob("*.yaml")):
+        if path not in wanted:
+            path.unlink()
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m e2e.chartgen", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            problems = stale()
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            if problems:
+                print("run `make chart` to regenerate them from deploy/", file=sys.stderr)
+                return 1
+            print(f"{GENERATED.relative_to(REPO)}: up to date")
+            return 0
+        for path in write():
+            print(f"{'wrote' if path.exists() else 'removed'} {path.relative_to(REPO)}")
+    except ChartGenError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

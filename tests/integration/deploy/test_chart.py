@@ -1,0 +1,254 @@
+"""charts/kfed renders the objects of deploy/: ``helm template`` with the values that stand for
+an overlay equals ``kubectl kustomize`` of that overlay, object by object (the static ones are
+generated from deploy/ by e2e/chartgen.py, the Deployments are templated: this is what keeps
+the two equal), apart from the Namespace (Helm's --create-namespace) and the chart's own
+labels. ``helm lint`` passes; the values change what they say; a value kfed cannot run with
+fails the render with its name. No cluster needed."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from manager import configfile
+from manager import main as manager_main
+from manager.api import crdgen
+from tests.integration.deploy.chart import (
+    CHART,
+    CRD_CHART,
+    TESTBED_VALUES,
+    by_identity,
+    helm,
+    template,
+)
+from tests.integration.deploy.manifests import DEPLOY, Obj, container_args, find, render
+from worker_shim import main as shim_main
+
+pytestmark = pytest.mark.integration
+
+REAL_NODE = ("-f", str(TESTBED_VALUES / "real-node-values.yaml"))
+AS_OVERLAY: dict[str, tuple[str, ...]] = {
+    "manager/overlays/default": (),
+    "manager/overlays/cert-manager": ("--set", "webhook.certificates=cert-manager"),
+    "manager/overlays/testbed": (*REAL_NODE, "-f", str(TESTBED_VALUES / "manager-values.yaml")),
+    "worker/overlays/default": ("--set", "side=worker"),
+    "worker/overlays/drills": ("--set", "side=worker", "--set", "worker.managerRemote.drills=true"),
+    "worker/overlays/logs": ("--set", "side=worker", "--set", "worker.managerRemote.logs=true"),
+    "worker/overlays/testbed": (*REAL_NODE, "-f", str(TESTBED_VALUES / "worker-values.yaml")),
+}
+"""Each overlay of deploy/ and the values that render the same objects."""
+TRACING = {
+    "manager/overlays/observability": ("--set", "observability.tracing.enabled=true"),
+    "worker/overlays/observability": (
+        "--set",
+        "side=worker",
+        "--set",
+        "observability.tracing.enabled=true",
+    ),
+}
+"""Overlays that add the observability stack (deploy/observability, not in the chart): only
+the kfed Deployment is compared."""
+NOT_IN_THE_CHART = {"Namespace"}
+
+
+@pytest.fixture(autouse=True)
+def in_a_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+
+
+def difference(expected: Obj, actual: Obj) -> str:
+    return "".join(
+        difflib.unified_diff(
+            yaml.safe_dump(expected).splitlines(keepends=True),
+            yaml.safe_dump(actual).splitlines(keepends=True),
+            "kubectl kustomize",
+            "helm template",
+        )
+    )
+
+
+@pytest.mark.parametrize("overlay", sorted(AS_OVERLAY))
+def test_the_chart_renders_the_objects_of_each_overlay(overlay: str) -> None:
+    kustomized = by_identity(
+        [o for o in render(DEPLOY / overlay) if o["kind"] not in NOT_IN_THE_CHART]
+    )
+    charted = by_identity(template(*AS_OVERLAY[overlay]))
+
+    assert sorted(kustomized) == sorted(charted), (
+        f"only in deploy/{overlay}: {sorted(set(kustomized) - set(charted))}; only in the "
+        f"chart: {sorted(set(charted) - set(kustomized))} (`make chart` regenerates the "
+        "static templates; Deployments: charts/kfed/templates/*/deployment.yaml)"
+    )
+    differing = [
+        f"{identity}:\n{difference(kustomized[identity], charted[identity])}"
+        for identity in sorted(kustomized)
+        if kustomized[identity] != charted[identity]
+    ]
+    assert not differing, "\n".join(differing)
+
+
+@pytest.mark.parametrize("overlay", sorted(TRACING))
+def test_tracing_sets_the_deployment_of_the_observability_overlays(overlay: str) -> None:
+    kustomized = by_identity([o for o in render(DEPLOY / overlay) if o["kind"] == "Deployment"])
+    charted = by_identity([o for o in template(*TRACING[overlay]) if o["kind"] == "Deployment"])
+    (identity,) = [i for i in charted if i[2].startswith("kfed-")]
+
+    assert kustomized[identity] == charted[identity], difference(
+        kustomized[identity], charted[identity]
+    )
+
+
+@pytest.mark.parametrize(
+    "values",
+    [(), ("--set", "side=worker"), ("--set", "webhook.certificates=cert-manager")],
+    ids=["manager", "worker", "cert-manager"],
+)
+def test_helm_lint_passes(values: tuple[str, ...]) -> None:
+    result = helm("lint", "--strict", str(CHART), *values)
+
+    assert "1 chart(s) linted, 0 chart(s) failed" in result.stdout
+
+
+def test_helm_lint_passes_on_the_crd_chart() -> None:
+    assert "0 chart(s) failed" in helm("lint", "--strict", str(CRD_CHART)).stdout
+
+
+def test_the_crd_chart_holds_kfed_s_crds_kept_on_uninstall() -> None:
+    rendered = {o["metadata"]["name"]: o for o in template(chart=CRD_CHART)}
+    generated = [yaml.safe_load(text) for text in crdgen.render_all().values()]
+
+    assert sorted(rendered) == sorted(c["metadata"]["name"] for c in generated)
+    for crd in generated:
+        charted = rendered[crd["metadata"]["name"]]
+        assert charted["metadata"].pop("annotations") == {"helm.sh/resource-policy": "keep"}
+        charted["metadata"].pop("labels")
+        assert charted == crd
+
+
+def test_the_values_set_what_they_name() -> None:
+    objects = template(
+        "--set", "image.repository=registry.example.com/kfed",
+        "--set", "image.tag=0.2.0",
+        "--set", "manager.replicas=3",
+        "--set", "manager.resources.limits.memory=2Gi",
+        "--set", "manager.failoverPolicy=fast",
+        "--set", "manager.dispatchMode=all-at-once",
+        "--set", "manager.extraArgs={--fair-sharing,--log-format=json}",
+    )  # fmt: skip
+    deployment = find(objects, "Deployment", "kfed-manager")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = manager_main.parse_args(container_args(objects, "kfed-manager"))
+
+    assert deployment["spec"]["replicas"] == 3
+    assert container["image"] == "registry.example.com/kfed:0.2.0"
+    assert container["resources"]["limits"]["memory"] == "2Gi"
+    assert args.failover_policy.value == "fast"
+    assert args.dispatch_mode.value.endswith("-all-at-once")
+    assert args.fair_sharing is True and args.log_format == "json"
+
+
+def test_the_worker_mode_and_its_extra_args_reach_the_shim() -> None:
+    objects = template(
+        "--set", "side=worker", "--set", "worker.mode=no-fencing",
+        "--set", "worker.extraArgs={--workers=8}",
+    )  # fmt: skip
+    args = shim_main.parse_args(container_args(objects, "kfed-worker-shim"))
+
+    assert args.no_fencing is True and args.workers == 8
+    assert not [o for o in objects if o["metadata"]["name"].startswith("kfed-manager-webhook")]
+
+
+def test_manager_config_writes_the_file_the_manager_reads(tmp_path: Path) -> None:
+    objects = template(
+        "--set", "manager.managerConfig.multiKueue.gcInterval=2m",
+        "--set", "manager.managerConfig.kfed.admissionTimeout=45s",
+    )  # fmt: skip
+    config = find(objects, "ConfigMap", "kfed-manager-config")
+    pod = find(objects, "Deployment", "kfed-manager")["spec"]["template"]["spec"]
+    args = container_args(objects, "kfed-manager")
+    (flag,) = [a for a in args if a.startswith("--config=")]
+    path = Path(flag.removeprefix("--config="))
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "config"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "config"]
+
+    assert path.parent == Path(mount["mountPath"])
+    assert volume["configMap"]["name"] == "kfed-manager-config"
+    text = config["data"][path.name]
+    assert yaml.safe_load(text)["namespace"] == "kueue-system"
+    local = tmp_path / path.name
+    local.write_text(text)
+    parsed = manager_main.parse_args(
+        [a for a in args if not a.startswith("--config=")] + [f"--config={local}"]
+    )
+    assert parsed.gc_interval == 120.0 and parsed.admission_timeout == 45.0
+    assert configfile.API_VERSIONS[-1] == yaml.safe_load(text)["apiVersion"]
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("side=workers", "side"),
+        ("worker.mode=fence", "worker.mode"),
+        ("manager.failoverPolicy=twice", "manager.failoverPolicy"),
+        ("manager.dispatchMode=random", "manager.dispatchMode"),
+        ("webhook.certificates=vault", "webhook.certificates"),
+    ],
+)
+def test_a_value_kfed_cannot_run_with_fails_the_render_by_name(value: str, named: str) -> None:
+    result = helm("template", "kfed", str(CHART), "--set", value, check=False)
+
+    assert result.returncode != 0
+    assert named in result.stderr, result.stderr
+
+
+def test_every_overlay_of_deploy_has_the_values_that_render_it() -> None:
+    overlays = {
+        str(p.parent.relative_to(DEPLOY)) for p in DEPLOY.glob("*/overlays/*/kustomization.yaml")
+    }
+
+    assert overlays == set(AS_OVERLAY) | set(TRACING), (
+        "add the values that stand for each new overlay to AS_OVERLAY (or TRACING)"
+    )
+
+
+def test_a_changed_manager_config_rolls_the_pods() -> None:
+    def annotations(*values: str) -> dict[str, str]:
+        objects = template(*values)
+        template_meta = find(objects, "Deployment", "kfed-manager")["spec"]["template"]
+        found: dict[str, str] = template_meta["metadata"].get("annotations", {})
+        return found
+
+    one = annotations("--set", "manager.managerConfig.kfed.admissionTimeout=30s")
+    other = annotations("--set", "manager.managerConfig.kfed.admissionTimeout=45s")
+    bare = annotations(
+        "--set", "manager.managerConfig.kfed.admissionTimeout=30s",
+        "--set", "observability.prometheusAnnotations=false",
+    )  # fmt: skip
+
+    assert one["kfed.io/config-checksum"] != other["kfed.io/config-checksum"]
+    assert bare == {"kfed.io/config-checksum": one["kfed.io/config-checksum"]}
+    assert "kfed.io/config-checksum" not in annotations()
+
+
+@pytest.mark.parametrize("side", ["manager", "worker"])
+def test_another_release_namespace_reaches_every_object_and_flag(side: str) -> None:
+    text = helm(
+        "template", "kfed", str(CHART), "--namespace", "kfed-system", "--set", f"side={side}",
+        "--set", "webhook.certificates=cert-manager",
+    ).stdout  # fmt: skip
+    objects = [o for o in yaml.safe_load_all(text) if o]
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    parse = manager_main.parse_args if side == "manager" else shim_main.parse_args
+    args = parse(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in lines if "kueue-system" in line]
+    assert args.namespace == "kfed-system"
+    namespaces = {o["metadata"].get("namespace") for o in objects} - {None}
+    assert namespaces <= {"kfed-system", "kube-system"}, "kube-system: the visibility reader"
+    subjects = [s for o in objects for s in o.get("subjects", []) if s["kind"] == "ServiceAccount"]
+    assert subjects and {s["namespace"] for s in subjects} == {"kfed-system"}
