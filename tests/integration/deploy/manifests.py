@@ -40,6 +40,7 @@ OVERLAYS = [
     Overlay("worker/overlays/observability", "worker"),
     Overlay("worker/overlays/drills", "worker"),
     Overlay("worker/overlays/logs", "worker"),
+    Overlay("worker/overlays/fence-only", "worker"),
     Overlay("observability", "manager"),
 ]
 
