@@ -146,12 +146,17 @@ async def ensure_namespace(api: KubeApi, namespace: str) -> None:
 async def fence(api: KubeApi, args: argparse.Namespace, metrics: Metrics) -> None:
     """Fence until cancelled, whether this replica leads or not (fencing.py says why that is
     safe), following only the managers' copies (copies.py)."""
-    # Before, a namespace that could not be created at start-up (API server down) stayed
-    # missing: no heartbeat was ever written, and the manager saw a shim that cannot fence.
-    await ensure_namespace(api, args.namespace)
     copies = ManagerCopies(api, metrics=metrics, component=COMPONENT)
     settings = FencingSettings(namespace=args.namespace, identity=args.identity, mode=args.mode)
-    await asyncio.gather(copies.run(), Fencing(api, copies, settings).run())
+
+    async def fence_once_the_namespace_exists() -> None:
+        # Before, a namespace that could not be created at start-up (API server down) stayed
+        # missing: no heartbeat was ever written, and the manager saw a shim that cannot fence.
+        await ensure_namespace(api, args.namespace)
+        await Fencing(api, copies, settings).run()
+
+    # The copies are followed (and their informers retry) from the start, API server or not.
+    await asyncio.gather(copies.run(), fence_once_the_namespace_exists())
 
 
 async def admit(api: KubeApi, args: argparse.Namespace, source: ShimSource) -> None:
