@@ -70,7 +70,7 @@ async def holder(api: KubeApi) -> str | None:
 async def standing_by(process: Process, port: int) -> bool:
     process.assert_alive()
     status, why = await readiness(port)
-    return status == 200 and why.startswith("standby")
+    return status == 200 and "standby: fencing" in why
 
 
 async def maintenance(bed: Bed, worker: str, mode: str | None) -> None:

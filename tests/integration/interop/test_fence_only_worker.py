@@ -22,6 +22,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.registration import active_condition
 from manager.controllers import workloadstatus as ws
+from manager.federation.settings import FailoverPolicy
 from manager.kube import resources as R
 from tests.integration.controllers.helpers import condition
 from tests.integration.federation import article
@@ -37,8 +38,10 @@ WORKER_LOST_TIMEOUT = 120.0
 """The manager's wait for a worker that cannot fence: the probes must move well before it."""
 
 
-async def started(bed: Bed) -> None:
-    bed.settings = dataclasses.replace(bed.settings, worker_lost_timeout=WORKER_LOST_TIMEOUT)
+async def started(bed: Bed, **settings: Any) -> None:
+    bed.settings = dataclasses.replace(
+        bed.settings, **{"worker_lost_timeout": WORKER_LOST_TIMEOUT, **settings}
+    )
     await bed.start_shim(KFED_WORKER)
     await bed.start_fence_only(KUEUE_WORKER)
     controller = await bed.start_manager()
@@ -68,8 +71,9 @@ def probe_copies(there: WorkerRecord, probes: set[str]) -> list[dict[str, Any]]:
     ]
 
 
-async def drill(bed: Bed, kind: str, tmp_path: Path) -> dict[str, Any]:
-    """Run ``kfed drill <kind>`` on worker-1 while recording worker-1; its JSON report."""
+async def drill(bed: Bed, kind: str, tmp_path: Path, *, within: float) -> dict[str, Any]:
+    """Run ``kfed drill <kind>`` on worker-1 while recording worker-1; its JSON report. The
+    probes must run elsewhere ``within`` seconds of the break (p50)."""
     async with WorkerRecord(bed.worker_apis[KUEUE_WORKER], NS) as there:
         code, out, err = await kfed(
             bed, "drill", kind, "--cluster", KUEUE_WORKER, "--probes", "2",
@@ -83,8 +87,7 @@ async def drill(bed: Bed, kind: str, tmp_path: Path) -> dict[str, Any]:
     assert report["moved"] == 2
     assert all(p["moved_to"] == KFED_WORKER for p in report["probes"])
     phases = {p["phase"]: p for p in report["phases"]}
-    # Treated as fenced: moved after the fencing window, not after the worker-lost timeout.
-    assert phases["running elsewhere"]["p50"] < WORKER_LOST_TIMEOUT / 4, phases
+    assert phases["running elsewhere"]["p50"] < within, phases
     # The fence-only side deactivated each copy there, and Kueue itself evicted it.
     assert len(copies) == 2, [c["metadata"]["name"] for c in copies]
     for copy in copies:
@@ -103,7 +106,8 @@ async def test_partition_drill_on_an_upstream_kueue_worker_with_the_fence_only_s
     bed: Bed, tmp_path: Path
 ) -> None:
     await started(bed)
-    report = await drill(bed, "partition", tmp_path)
+    # Treated as fenced: moved after the fencing window, not after the worker-lost timeout.
+    report = await drill(bed, "partition", tmp_path, within=WORKER_LOST_TIMEOUT / 4)
     assert "connection(s) from the manager swallowed" in report["breaking"]
 
 
@@ -111,4 +115,17 @@ async def test_outage_drill_on_an_upstream_kueue_worker_with_the_fence_only_side
     bed: Bed, tmp_path: Path
 ) -> None:
     await started(bed)
-    await drill(bed, "outage", tmp_path)
+    await drill(bed, "outage", tmp_path, within=WORKER_LOST_TIMEOUT / 4)
+
+
+async def test_at_most_once_outage_drill_on_an_upstream_kueue_worker_waits_for_the_fence(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """Under the default at-most-once policy the side fences a copy only after the
+    worker-lost timeout of silence (the manager writes it on the copy), and the manager
+    moves it only after that same timeout plus the grace: later than under fast, and once."""
+    lost = 15.0
+    await started(bed, failover_policy=FailoverPolicy.AT_MOST_ONCE, worker_lost_timeout=lost)
+    report = await drill(bed, "outage", tmp_path, within=lost * 3)
+    for probe in report["probes"]:
+        assert probe["running_elsewhere"] >= lost, probe
