@@ -4,9 +4,10 @@ configuration, Deployments...), the manager's on the lite manager cluster, the w
 a lite worker.
 
 What a dry run cannot create on its own exists for real first: the namespaces the overlay
-declares (shared, fixed names, harmless to leave) and, for the cert-manager overlay,
-stand-ins for cert-manager's CRDs (tests/integration/deploy/data). kfed's own CRDs are
-already installed by the ``kueue_crds`` fixture; applying them again is part of the dry run.
+declares or puts its objects in (shared, fixed names, harmless to leave) and, for the
+cert-manager overlay, stand-ins for cert-manager's CRDs (tests/integration/deploy/data).
+kfed's own CRDs are already installed by the ``kueue_crds`` fixture; applying them again is
+part of the dry run.
 """
 
 from __future__ import annotations
@@ -45,9 +46,15 @@ def apply(kubeconfig: Path, manifest: str, *, dry_run: bool) -> subprocess.Compl
 
 
 def prerequisites(objects: list[Obj]) -> str:
-    """What must exist for real before the dry run: the overlay's namespaces, and the CRDs
+    """What must exist for real before the dry run: the namespaces the overlay's objects live
+    in (declared by it, or, for the fence-only worker, Kueue's already there), and the CRDs
     of custom resources the overlay uses but does not define (cert-manager's)."""
-    namespaces = [o for o in objects if o["kind"] == "Namespace"]
+    names = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
+    names |= {o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")}
+    namespaces = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        for name in sorted(names)
+    ]
     text = yaml.safe_dump_all(namespaces)
     if any(o["apiVersion"].startswith("cert-manager.io/") for o in objects):
         text += "---\n" + CERT_MANAGER_CRDS.read_text()
