@@ -13,6 +13,18 @@ fenced: that run ended on its own. A deactivated copy is never reactivated here;
 removes it when it reconnects. The shim also renews its own heartbeat Lease, which tells the
 manager that this worker can fence itself.
 
+In ``fence-only`` mode (a worker where upstream Kueue admits) the shim only deactivates the
+copy: Kueue then evicts it and suspends its job, and the Job controller removes the pods, as
+for any Workload a person deactivates. The shim waits ``kueue_wait`` for that suspension,
+then shortens the pods' grace as above; a job Kueue did not suspend by then (Kueue down) it
+suspends itself, so fencing never depends on Kueue being up.
+
+Every replica of a highly available shim fences, leader or not: fencing only ever stops
+copies (it never reactivates one nor resumes a job), each replica judges the silence by
+what it saw itself, and two replicas fencing the same copy write the same fields. So a
+fence never waits for a leader to be elected. The admitting job controller never starts a
+job marked fenced, whatever its cache still says of the copy.
+
 "Long enough" is per copy: the manager writes it on each copy (annotation
 ``kfed.io/fence-after-seconds``): the lease duration for copies of the fast failover policy,
 the outage timeout for at-most-once ones, so that a manager outage shorter than that leaves
@@ -28,33 +40,68 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
 
 from manager.api import constants as C
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
-from manager.controllers.state import ClusterState
+from manager.controllers.jobkinds.informers import JobInformers
 from manager.federation.decisions.leftovers import FENCED_ANNOTATION
 from manager.federation.settings import (
     FENCE_AFTER_ANNOTATION,
     MANAGER_LEASE_PREFIX,
     SHIM_HEARTBEAT_LEASE,
+    SHIM_MODE_ANNOTATION,
 )
 from manager.kube import errors, lease
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
+from manager.kube.events import EventRecorder
 from manager.kube.informer import Informer
 from manager.kube.tasks import stop_tasks
+from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FENCED_ANNOTATION", "Fencing", "FencingSettings", "fence_after", "stop_pods"]
+__all__ = [
+    "FENCED_ANNOTATION",
+    "Fencing",
+    "FencingSettings",
+    "FencingView",
+    "ShimMode",
+    "fence_after",
+    "stop_pods",
+]
+
+
+class ShimMode(StrEnum):
+    ADMIT = "admit"
+    """kfed's shim admits here (the same core as the manager) and fences."""
+    FENCE_ONLY = "fence-only"
+    """Upstream Kueue admits here; the shim only fences, by deactivating copies."""
+
+
+class FencingView(Protocol):
+    """What fencing reads and reports through: the admitting controller's ``ClusterState``
+    (the in-process test bed), or ``copies.ManagerCopies`` (the shim process)."""
+
+    @property
+    def workloads(self) -> Informer: ...
+    @property
+    def job_kinds(self) -> JobInformers: ...
+    @property
+    def metrics(self) -> Metrics: ...
+    @property
+    def events(self) -> EventRecorder: ...
 
 
 @dataclass(frozen=True, slots=True)
 class FencingSettings:
     namespace: str = "kueue-system"
     identity: str = "kfed-worker-shim"
+    mode: ShimMode = ShimMode.ADMIT
     heartbeat_period: float = 2.0
     heartbeat_duration: int = 10
     check_period: float = 0.25
@@ -68,11 +115,14 @@ class FencingSettings:
     them off the job's count first: they never count as failures) before deleting those
     still running itself. Well within the manager's ``fence_grace`` with the pods' grace."""
     release_poll: float = 0.05
+    kueue_wait: float = 1.0
+    """Fence-only: seconds a fence waits for upstream Kueue to suspend a deactivated copy's
+    job before suspending it itself. Kueue does it within a fraction of a second."""
 
 
 class Fencing:
     def __init__(
-        self, api: KubeApi, state: ClusterState, settings: FencingSettings | None = None
+        self, api: KubeApi, state: FencingView, settings: FencingSettings | None = None
     ) -> None:
         self.api = api
         self.state = state
@@ -120,7 +170,12 @@ class Fencing:
                         transitions=record.transitions if record else 0,
                     ),
                     current,
+                    annotations={SHIM_MODE_ANNOTATION: self.settings.mode.value},
                 )
+                self._in_contact()
+            except (errors.Conflict, errors.AlreadyExists):
+                # Another replica renewed it in between: the heartbeat lives, and this one's
+                # API server answered.
                 self._in_contact()
             except (errors.KubeError, TimeoutError) as err:
                 log.info("heartbeat lease not renewed: %s", err)
@@ -175,6 +230,8 @@ class Fencing:
     async def _watch_leases(self) -> None:
         await self.leases.synced.wait()
         await self.state.workloads.synced.wait()
+        for jobs in list(self.state.job_kinds.values()):
+            await jobs.synced.wait()  # a copy's job must be found when it is fenced
         while True:
             silences = self.silences()
             expired = {o for o, s in silences.items() if s >= self._lease_duration(o)}
@@ -246,14 +303,19 @@ class Fencing:
         self, namespace: str, jobs: list[tuple[JobKind, Obj]], reason: str
     ) -> None:
         """Suspend the fenced copy's jobs (marked fenced, for the manager) so the Job
-        controller removes their pods uncounted; then shorten those pods' grace, and delete
-        any pod still running once ``release_wait`` is over (the job could not be
-        suspended: such a pod may count as a failure, never as the job's result)."""
-        selectors = []
+        controller removes their pods uncounted (fence-only: those Kueue did not suspend in
+        time); then shorten those pods' grace, and delete any pod still running once
+        ``release_wait`` is over (the job could not be suspended: such a pod may count as a
+        failure, never as the job's result)."""
+        selectors = [f"{kind.pod_label}={job['metadata']['name']}" for kind, job in jobs]
+        if self.settings.mode is ShimMode.FENCE_ONLY:
+            try:
+                jobs = await self._not_suspended_by_kueue(namespace, jobs)
+            except errors.KubeError as err:
+                log.warning("reading fenced jobs in %s: %s; suspending them", namespace, err)
         suspended = True
         for kind, job in jobs:
             name = job["metadata"]["name"]
-            selectors.append(f"{kind.pod_label}={name}")
             patch = {
                 **kind.suspend_fields(True),
                 "metadata": {"annotations": {FENCED_ANNOTATION: reason}},
@@ -285,6 +347,33 @@ class Fencing:
                 await stop_pods(self.api, namespace, selector, settings.pod_grace_seconds)
         except errors.KubeError as err:
             log.warning("stopping the pods of fenced jobs in %s: %s", namespace, err)
+
+    async def _not_suspended_by_kueue(
+        self, namespace: str, jobs: list[tuple[JobKind, Obj]]
+    ) -> list[tuple[JobKind, Obj]]:
+        """Those of ``jobs`` that upstream Kueue has not suspended within ``kueue_wait`` of
+        the copy's deactivation (gone ones dropped), read from the API server."""
+        deadline = time.monotonic() + self.settings.kueue_wait
+        left = jobs
+        while True:
+            still: list[tuple[JobKind, Obj]] = []
+            for kind, job in left:
+                try:
+                    current = await self.api.get(kind.resource, job["metadata"]["name"], namespace)
+                except errors.NotFound:
+                    continue
+                if not kind.is_suspended(current):
+                    still.append((kind, current))
+            if not still or time.monotonic() >= deadline:
+                if still:
+                    log.warning(
+                        "Kueue did not suspend fenced jobs in %s within %.1fs: suspending them",
+                        namespace,
+                        self.settings.kueue_wait,
+                    )
+                return still
+            left = still
+            await asyncio.sleep(self.settings.release_poll)
 
     async def _released(self, namespace: str, selectors: list[str]) -> bool:
         """No pod of these jobs still runs without being deleted already."""

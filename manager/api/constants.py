@@ -132,3 +132,6 @@ NAMESPACES_ANNOTATION: Final = "kfed.io/namespaces"
 (comma-separated, ``*`` globs allowed); absent: every namespace, as upstream."""
 JOB_NAME_ANNOTATION: Final = "kfed.io/job-name"
 """On a Workload: the name of its Job (remote copies have no owner reference to find it by)."""
+FENCED_ANNOTATION: Final = "kfed.io/fenced"
+"""On a copy and on our job there: the worker's shim fenced them (its manager's lease
+expired before the job ended). A fenced job is never started again on that worker."""

@@ -235,7 +235,10 @@ class JobController:
         suspended = self.kind.is_suspended(job)
         if suspended and not runnable and await self._follow_queue_label(job, wl):
             return None
-        if runnable and suspended:
+        # A fenced job stays stopped even while this cache still holds its copy active:
+        # another replica of the shim may have fenced it a moment ago (docs/operations.md).
+        fenced = C.FENCED_ANNOTATION in (job["metadata"].get("annotations") or {})
+        if runnable and suspended and not fenced:
             await self._start(job, wl)
         elif not runnable and not suspended:
             # A running job's templates are immutable: suspend first, restore afterwards.

@@ -89,17 +89,33 @@ async def read(api: KubeApi, namespace: str, name: str) -> tuple[LeaseRecord | N
 
 
 async def write(
-    api: KubeApi, namespace: str, name: str, record: LeaseRecord, current: Obj | None
+    api: KubeApi,
+    namespace: str,
+    name: str,
+    record: LeaseRecord,
+    current: Obj | None,
+    *,
+    annotations: dict[str, str] | None = None,
 ) -> Obj:
     """Create the Lease, or replace it guarded by the resourceVersion we read (so two writers
-    cannot both win: the loser gets errors.Conflict)."""
+    cannot both win: the loser gets errors.Conflict). ``annotations`` are set on it too (the
+    worker shim's heartbeat says its mode so)."""
     if current is None:
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if annotations:
+            metadata["annotations"] = annotations
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": metadata,
             "spec": record.spec(),
         }
         return await api.create(R.LEASES, body, namespace)
     body = {**current, "spec": record.spec()}
+    if annotations:
+        meta = current.get("metadata") or {}
+        body["metadata"] = {
+            **meta,
+            "annotations": {**(meta.get("annotations") or {}), **annotations},
+        }
     return await api.replace(R.LEASES, body)

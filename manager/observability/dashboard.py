@@ -142,7 +142,9 @@ function clusterRows(clusters) {
        c.credentials_expiring ? el("div", {class: "note"}, c.credentials) : null),
     el("td", {}, c.maintenance === "drain" ? badge("draining", "bad")
                  : c.maintenance === "cordon" ? badge("cordoned", "warn") : badge("none", "muted")),
-    el("td", {}, c.can_fence ? badge("can fence", "ok") : badge("no shim seen", "warn")),
+    el("td", {}, !c.can_fence ? badge("no shim seen", "warn")
+                 : c.shim_mode === "fence-only" ? badge("can fence (fence-only)", "ok")
+                 : badge("can fence", "ok")),
     el("td", {}, c.free === null ? el("span", {class: "empty"}, "unknown (not connected)")
                  : c.free.length === 0 ? el("span", {class: "empty"}, "no quota")
                  : byFlavor(c.free, f => f.resource + " " + f.free)),

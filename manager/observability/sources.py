@@ -226,47 +226,94 @@ class ManagerSource:
 
 
 class ShimSource:
-    def __init__(self, controller: ClusterController, *, identity: str = "worker-shim") -> None:
+    """A worker shim. Admitting (``controller`` set, while this replica leads or when it runs
+    without election), its own queues and workloads; a standby of a highly available shim,
+    or a fence-only one (upstream Kueue admits there), fences only: it is ready once it
+    knows who leads (fence-only: at once) and shows no queues."""
+
+    def __init__(
+        self,
+        controller: ClusterController | None,
+        *,
+        identity: str = "worker-shim",
+        metrics: Metrics | None = None,
+        elector: LeaderElector | None = None,
+        fence_only: bool = False,
+    ) -> None:
         self.controller = controller
-        self.metrics = controller.state.metrics
+        """The current term's admitting controller; None while not admitting."""
+        if metrics is None:
+            if controller is None:
+                raise ValueError("a shim source without a controller needs its metrics")
+            metrics = controller.state.metrics
+        self.metrics = metrics
         self.identity = identity
+        self.elector = elector
+        self.fence_only = fence_only
         self.history = History()
 
+    def _synced(self) -> ClusterController | None:
+        controller = self.controller
+        return controller if controller is not None and controller.synced.is_set() else None
+
     def readiness(self) -> tuple[bool, str]:
-        if not self.controller.synced.is_set():
+        if self.fence_only:
+            return True, "fence-only: upstream Kueue admits here"
+        elector = self.elector
+        if elector is not None and not elector.is_leader:
+            if not elector.known.is_set():
+                return False, "leader election has not read its Lease yet"
+            return True, f"standby: fencing; {elector.leader or 'no replica'} admits"
+        if self._synced() is None:
             return False, "informers are syncing"
         return True, "informers synced"
 
     def cluster_state(self) -> tuple[ClusterState | None, str]:
-        if not self.controller.synced.is_set():
-            return None, "informers are syncing"
-        return self.controller.state, "synced"
+        controller = self._synced()
+        if controller is None:
+            return None, "not admitting here" if self.fence_only else "informers are syncing"
+        return controller.state, "synced"
 
     def record_history(self, now: float | None = None) -> None:
-        if not self.controller.synced.is_set():
+        controller = self._synced()
+        if controller is None:
             return
-        pending, admitted = queue_levels(self.controller.state)
+        pending, admitted = queue_levels(controller.state)
         self.history.add(
             Sample(at=time.time() if now is None else now, pending=pending, admitted=admitted)
         )
 
     async def workload_details(self, namespace: str, name: str) -> WorkloadDetails | None:
-        return await workload_details(self.controller.state, namespace, name)
+        controller = self._synced()
+        if controller is None:
+            return None
+        return await workload_details(controller.state, namespace, name)
 
     def refresh_metrics(self) -> None:
-        if self.controller.synced.is_set():
-            set_queue_metrics(self.metrics, self.controller.state)
+        if self.elector is not None:
+            self.metrics.set_leader(
+                self.identity, self.elector.is_leader, election=self.elector.config.name
+            )
+        controller = self._synced()
+        # Not admitting: no queues shown (summed over replicas, they would count twice).
+        set_queue_metrics(self.metrics, controller.state if controller is not None else None)
 
     def snapshot(self) -> Snapshot:
         ready, why = self.readiness()
-        state = self.controller.state
-        return Snapshot(
+        elector = self.elector
+        base = Snapshot(
             role="worker",
             identity=self.identity,
             ready=ready,
             ready_reason=why,
-            is_leader=False,
-            leader=None,
-            queues=queue_rows(state),
-            workloads=workload_rows(state, role="worker"),
+            is_leader=elector.is_leader if elector is not None else False,
+            leader=elector.leader if elector is not None else None,
+        )
+        controller = self._synced()
+        if controller is None:
+            return base
+        return dataclasses.replace(
+            base,
+            queues=queue_rows(controller.state),
+            workloads=workload_rows(controller.state, role="worker"),
         )

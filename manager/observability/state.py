@@ -497,6 +497,8 @@ class ClusterRow:
     """That, for a person (with the time left); "" when unknown."""
     credentials_expiring: bool = False
     """Within the manager's ``--credentials-warning`` (or past it)."""
+    shim_mode: str | None = None
+    """The shim's mode there: "admit", "fence-only" (upstream Kueue admits), None: none seen."""
 
     def sample(self) -> WorkerClusterSample:
         return WorkerClusterSample(
@@ -515,6 +517,7 @@ class ClusterRow:
             "message": self.message,
             "maintenance": self.maintenance,
             "can_fence": self.can_fence,
+            "shim_mode": self.shim_mode,
             "free": None
             if self.free is None
             else [
@@ -577,6 +580,7 @@ def cluster_rows(federation: FederationController) -> list[ClusterRow]:
                 message=kubeconfig.redact_text(message),
                 maintenance=federated.maintenance_of(mk),
                 can_fence=remote.can_fence if remote is not None else False,
+                shim_mode=remote.shim_mode if remote is not None else None,
                 free=capacity.free_quota(dispatcher.worker_view(remote, 0))
                 if remote is not None and remote.connected
                 else None,

@@ -29,9 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-FENCED_ANNOTATION = "kfed.io/fenced"
-"""On a copy and on our job there: the worker's shim fenced them (its manager's lease
-expired before the job ended)."""
+from manager.api.constants import FENCED_ANNOTATION as FENCED_ANNOTATION  # re-exported
 
 
 class RunEnd(StrEnum):

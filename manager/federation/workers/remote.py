@@ -29,6 +29,7 @@ from manager.controllers.jobkinds.trainjob import TRAINJOB
 from manager.federation.settings import (
     MANAGER_LEASE_PREFIX,
     SHIM_HEARTBEAT_LEASE,
+    SHIM_MODE_ANNOTATION,
     FederationSettings,
 )
 from manager.kube import discovery, errors, lease
@@ -254,8 +255,22 @@ class RemoteCluster:
         self.claims_generation += 1
         self._capacity_changed()
 
+    def _heartbeat(self) -> Obj | None:
+        return self.informers["leases"].get(f"{self.settings.namespace}/{SHIM_HEARTBEAT_LEASE}")
+
+    @property
+    def shim_mode(self) -> str | None:
+        """``admit`` (kfed's shim admits there), ``fence-only`` (upstream Kueue admits there,
+        the shim fences), or None: no shim seen. Either mode fences alike: only ``can_fence``
+        decides how this worker's copies fail over."""
+        obj = self._heartbeat()
+        if obj is None:
+            return None
+        annotations = obj["metadata"].get("annotations") or {}
+        return str(annotations.get(SHIM_MODE_ANNOTATION) or "admit")
+
     def _observe_shim(self) -> None:
-        obj = self.informers["leases"].get(f"{self.settings.namespace}/{SHIM_HEARTBEAT_LEASE}")
+        obj = self._heartbeat()
         before = self.shim_lease.record
         self.shim_lease.observe(lease.LeaseRecord.from_lease(obj) if obj else None)
         if obj is not None and before is not None and self.shim_lease.record != before:
@@ -444,4 +459,5 @@ class RemoteCluster:
             "reason": self.state.reason,
             "message": self.state.message,
             "can_fence": self.can_fence,
+            "shim_mode": self.shim_mode,
         }

@@ -1,15 +1,21 @@
 """What a fence stops on a worker: the pods of a fenced Job that still run, never one that
-already finished (a run that succeeded just before the fence is the job's result)."""
+already finished (a run that succeeded just before the fence is the job's result); and a
+fenced Job is never started again."""
 
 from __future__ import annotations
 
 import pytest
 
+from e2e.waiting import wait_for
+from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
-from worker_shim.fencing import stop_pods
+from tests.integration.controllers import builders as b
+from tests.integration.controllers.conftest import StartController, create_cluster_scoped
+from tests.integration.controllers.helpers import workload_of
+from worker_shim.fencing import FENCED_ANNOTATION, stop_pods
 
 pytestmark = pytest.mark.full
 
@@ -72,3 +78,41 @@ async def test_a_delete_that_holds_a_version_refuses_a_pod_that_changed(
             resource_version=created["metadata"]["resourceVersion"],
         )
     assert (await api.get(R.PODS, "racing", ns))["status"]["phase"] == "Succeeded"
+
+
+async def test_a_job_marked_fenced_is_never_started_though_its_workload_is_admitted(
+    api: KubeApi,
+    ns: str,
+    unique: str,
+    start_controller: StartController,
+    cluster_objects: list[tuple[R.Resource, str]],
+) -> None:
+    """A highly available shim fences in every replica: a standby may suspend a job (marked
+    fenced) a moment before the leader's cache sees its copy deactivated. The leader's job
+    controller must not start it again from that stale copy: a fenced job stays stopped."""
+    flavor, cq = f"f-{unique}", f"cq-{unique}"
+    await create_cluster_scoped(api, R.RESOURCE_FLAVORS, b.flavor(flavor, "h100"), cluster_objects)
+    await create_cluster_scoped(
+        api, R.CLUSTER_QUEUES, b.cluster_queue(cq, flavor, gpus=4), cluster_objects
+    )
+    await api.create(R.LOCAL_QUEUES, b.local_queue(ns, "q", cq), ns)
+    await start_controller()
+    fenced = b.job(ns, "fenced", "q", model="h100")
+    fenced["metadata"]["annotations"] = {FENCED_ANNOTATION: "manager lease of origin o expired"}
+    await api.create(R.JOBS, fenced, ns)
+
+    async def admitted(name: str) -> bool:
+        wl = await workload_of(api, ns, name)
+        return wl is not None and ws.is_admitted(wl)
+
+    await wait_for(
+        lambda: admitted("fenced"), timeout=60, what="the fenced job's workload admitted"
+    )
+    # A job admitted after it is started: the controller has looked at the fenced one by then.
+    await api.create(R.JOBS, b.job(ns, "control", "q", model="h100"), ns)
+
+    async def started(name: str) -> bool:
+        return not BATCH_JOB.is_suspended(await api.get(R.JOBS, name, ns))
+
+    await wait_for(lambda: started("control"), timeout=60, what="the unfenced job started")
+    assert not await started("fenced"), "a job marked fenced was started"

@@ -43,6 +43,7 @@ OVERLAYS = [
     Overlay("worker/overlays/drills", "worker"),
     Overlay("worker/overlays/logs", "worker"),
     Overlay("worker/overlays/prometheus", "worker"),
+    Overlay("worker/overlays/fence-only", "worker"),
     Overlay("observability", "manager"),
 ]
 

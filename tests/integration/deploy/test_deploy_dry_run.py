@@ -4,9 +4,9 @@ configuration, Deployments...), the manager's on the lite manager cluster, the w
 a lite worker.
 
 What a dry run cannot create on its own exists for real first: the namespaces the overlay
-declares (shared, fixed names, harmless to leave) and, for the cert-manager overlay,
-stand-ins for cert-manager's CRDs, for the prometheus overlays stand-ins for Prometheus
-Operator's (tests/integration/deploy/data). kfed's own CRDs are
+declares or puts its objects in (shared, fixed names, harmless to leave) and, for the
+cert-manager overlay, stand-ins for cert-manager's CRDs, for the prometheus overlays
+stand-ins for Prometheus Operator's (tests/integration/deploy/data). kfed's own CRDs are
 already installed by the ``kueue_crds`` fixture; applying them again is part of the dry run.
 """
 
@@ -60,10 +60,16 @@ def stand_ins(objects: list[Obj]) -> list[Path]:
 
 
 def prerequisites(objects: list[Obj]) -> str:
-    """What must exist for real before the dry run: the overlay's namespaces, and the CRDs
+    """What must exist for real before the dry run: the namespaces the overlay's objects live
+    in (declared by it, or, for the fence-only worker, Kueue's already there), and the CRDs
     of custom resources the overlay uses but does not define (cert-manager's, Prometheus
     Operator's)."""
-    namespaces = [o for o in objects if o["kind"] == "Namespace"]
+    names = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
+    names |= {o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")}
+    namespaces = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        for name in sorted(names)
+    ]
     text = yaml.safe_dump_all(namespaces)
     for crds in stand_ins(objects):
         text += "---\n" + crds.read_text()

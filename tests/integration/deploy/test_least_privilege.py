@@ -247,7 +247,7 @@ async def test_a_federation_runs_on_the_deployed_service_accounts_alone(
         identities.worker_objects,
         f"{prefix}kfed-worker-shim",
         ns,
-        **{"--metrics-port": "--metrics-port=0"},
+        **{"--identity": "--identity=least-privilege-shim", "--metrics-port": "--metrics-port=0"},
     )
     assert "--webhook-cert-secret=kfed-manager-webhook-cert" in manager_argv
     local = ["--metrics-host=127.0.0.1", "--webhook-host=127.0.0.1"]

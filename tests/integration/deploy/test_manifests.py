@@ -147,9 +147,37 @@ def test_observability_overlays_send_traces_to_a_collector_they_deploy(layer: Ov
     assert env["OTEL_EXPORTER_OTLP_PROTOCOL"] == "http/protobuf"
 
 
-def test_the_worker_shim_runs_alone() -> None:
+def test_the_worker_shim_runs_two_replicas_that_elect_a_leader() -> None:
     objects = render(overlay("worker/overlays/default").directory)
     shim = find(objects, "Deployment", "kfed-worker-shim")
+    args = shim_main.parse_args(container_args(objects, "kfed-worker-shim"))
+    pod = shim["spec"]["template"]["spec"]
 
-    assert shim["spec"]["replicas"] == 1, "no leader election: two shims would both admit"
-    assert shim["spec"]["strategy"]["type"] == "Recreate"
+    assert shim["spec"]["replicas"] == 2
+    assert args.leader_elect and args.mode == "admit", "only the leader admits"
+    assert args.identity == "$(POD_NAME)", "each replica by its Pod's name"
+    assert {e["name"] for e in pod["containers"][0]["env"]} >= {"POD_NAME"}
+    assert shim["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
+    (term,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert (
+        term["podAffinityTerm"]["labelSelector"]["matchLabels"]
+        == (shim["spec"]["selector"]["matchLabels"])
+    )
+    budget = find(objects, "PodDisruptionBudget", "kfed-worker-shim")
+    assert budget["spec"]["minAvailable"] == 1
+    assert budget["spec"]["selector"] == shim["spec"]["selector"]
+    assert budget["metadata"]["namespace"] == shim["metadata"]["namespace"]
+    # The Lease it elects on is in the namespace where its Role lets it write Leases.
+    role = find(objects, "Role", "kfed-worker-shim")
+    assert role["metadata"]["namespace"] == args.namespace
+    assert any("leases" in r["resources"] and "update" in r["verbs"] for r in role["rules"])
+
+
+def test_the_fence_only_overlay_leaves_kueue_its_crds_and_namespace() -> None:
+    objects = render(overlay("worker/overlays/fence-only").directory)
+    args = shim_main.parse_args(container_args(objects, "kfed-worker-shim"))
+
+    assert args.mode == "fence-only"
+    assert not [o for o in objects if o["kind"] in ("CustomResourceDefinition", "Namespace")]
+    find(objects, "PodDisruptionBudget", "kfed-worker-shim")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,9 @@ from manager.federation.webhooks.admission_webhook import ManagerWebhook
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
-from worker_shim.fencing import Fencing, FencingSettings
+from manager.telemetry.metrics import Metrics
+from worker_shim.copies import ManagerCopies
+from worker_shim.fencing import Fencing, FencingSettings, ShimMode
 
 NAMESPACE = "kueue-system"
 CONFIG = "workers"
@@ -50,6 +53,7 @@ FAST = FederationSettings(
 FAST_FENCING = FencingSettings(
     namespace=NAMESPACE, heartbeat_period=0.5, heartbeat_duration=3, check_period=0.1
 )
+FAST_FENCE_ONLY = dataclasses.replace(FAST_FENCING, mode=ShimMode.FENCE_ONLY, kueue_wait=0.5)
 FAST_CONTROLLERS = ControllerSettings(status_period=0.2, requeue_base_seconds=0.2)
 FAST_WORKER_CONTROLLERS = ControllerSettings(
     status_period=0.2, requeue_base_seconds=0.2, role="worker"
@@ -133,6 +137,18 @@ class Bed:
             self._start(f"fencing/{worker}", fence.run())
         await asyncio.wait_for(shim.synced.wait(), 30)
         return shim
+
+    async def start_fence_only(self, worker: str) -> Fencing:
+        """The shim's fence-only side on a worker where upstream Kueue admits: it follows the
+        managers' copies there and fences them; it admits nothing."""
+        api = self.worker_apis[worker]
+        copies = ManagerCopies(api, metrics=Metrics(), component="kfed-worker-shim")
+        fence = Fencing(api, copies, FAST_FENCE_ONLY)
+        self.fencing[worker] = fence
+        self._start(f"copies/{worker}", copies.run())
+        self._start(f"fencing/{worker}", fence.run())
+        await asyncio.wait_for(copies.workloads.synced.wait(), 30)
+        return fence
 
     async def start_manager(
         self,
