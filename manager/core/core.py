@@ -37,6 +37,7 @@ from manager.core.model import (
     LocalQueueKey,
     Namespace,
     ResourceFlavor,
+    ResourceName,
     StopPolicy,
     Workload,
     WorkloadKey,
@@ -44,6 +45,7 @@ from manager.core.model import (
 from manager.core.queues import Location, QueueManager
 from manager.core.reasons import PendingReason
 from manager.core.scheduler import Scheduler
+from manager.core.tas import Node, Topology, TopologySnapshot
 from manager.core.views import (
     ClusterQueueStatus,
     FlavorUsage,
@@ -142,6 +144,35 @@ class AdmissionCore:
     def delete_namespace(self, namespace: Namespace) -> None:
         if self._namespaces.pop(namespace, None) is not None:
             self._queues.wake_all()
+
+    # -- topology (TAS) ----------------------------------------------------------------
+
+    def set_topology(self, topology: Topology) -> None:
+        if self._cache.tas.set_topology(topology):
+            self._queues.wake_all()
+
+    def delete_topology(self, name: str) -> None:
+        if self._cache.tas.delete_topology(name):
+            self._queues.wake_all()
+
+    def upsert_node(self, node: Node) -> None:
+        if self._cache.tas.upsert_node(node):
+            self._queues.wake_all()
+
+    def delete_node(self, name: str) -> None:
+        if self._cache.tas.delete_node(name):
+            self._queues.wake_all()
+
+    def set_pod_usage(self, node: str, usage: Mapping[ResourceName, int]) -> None:
+        """The summed requests of the scheduled, unfinished pods on ``node`` that no TAS
+        workload accounts for ({} when none)."""
+        if self._cache.tas.set_pod_usage(node, usage):
+            self._queues.wake_all()
+
+    def tas_snapshot(self, flavor: FlavorName) -> TopologySnapshot | None:
+        """The domain tree of a TAS flavor as the scheduler sees it now (None: not TAS)."""
+        spec = self._cache.flavors.get(flavor)
+        return self._cache.tas.snapshot(spec) if spec is not None else None
 
     def _refresh_active(self) -> None:
         for name in self._cache.refresh_active():

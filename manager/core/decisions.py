@@ -20,6 +20,7 @@ from manager.core.model import (
     WorkloadKey,
 )
 from manager.core.reasons import PendingReason
+from manager.core.tas import TopologyAssignment
 
 
 class PreemptionReason(StrEnum):
@@ -60,6 +61,11 @@ class PodSetAssignment:
     flavors: Mapping[ResourceName, FlavorName]
     resource_usage: Mapping[ResourceName, int]
     count: int
+    topology_assignment: TopologyAssignment | None = None
+    """Where its pods go in its flavor's topology (TAS); None when not placed by topology."""
+    delayed_topology: bool = False
+    """Placed by topology later, elsewhere: a MultiKueue ClusterQueue's worker computes the
+    assignment (upstream's ``delayedTopologyRequest: Pending``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,11 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from manager.core.model import PodSetName, ResourceName, TopologyRequest
+from manager.core.model import PODS, PodSetName, ResourceName, TopologyRequest
 from manager.core.selectors import NodeSelectorTerm, Taint, Toleration, first_untolerated_taint
 
 HOSTNAME = "kubernetes.io/hostname"
-PODS = ResourceName("pods")
 
 DomainKey = tuple[str, ...]
 """A leaf domain as an assignment names it: its hostname when the lowest level is the
