@@ -76,7 +76,12 @@ class ClusterController:
         admit_after: asyncio.Event | None = None,
     ) -> None:
         self.settings = settings or ControllerSettings()
-        self.state = ClusterState(api, metrics=metrics, fair_sharing=self.settings.fair_sharing)
+        self.state = ClusterState(
+            api,
+            metrics=metrics,
+            fair_sharing=self.settings.fair_sharing,
+            topology_aware=self.settings.topology_aware,
+        )
         self.admit_after = admit_after
         """Set when the core knows enough to admit (kfed's manager: once it has seen its
         workers, whose flavors decide which flavors a workload may get together); None: at
