@@ -99,6 +99,8 @@ class ClusterState:
         self.namespaces.subscribe(self._on_namespace)
         self.topology_informers: list[Informer] = []
         """Topologies, Nodes and Pods, when pods are placed by topology here (TAS)."""
+        self.pods: Informer | None = None
+        """Every Pod of the cluster, when pods are placed by topology here."""
         if topology_aware:
             self.topology_feed = TopologyFeed(self.core, self.kick)
             for resource, handler in (
@@ -109,6 +111,7 @@ class ClusterState:
                 watched = informer(resource)
                 watched.subscribe(handler)
                 self.topology_informers.append(watched)
+            self.pods = self.topology_informers[-1]
 
     @property
     def informers(self) -> list[Informer]:
