@@ -218,22 +218,6 @@ class TopologySnapshot:
         domain.parent = parent
         parent.children.append(domain)
 
-    def free_pods(self, key: DomainKey, requests: Requests) -> int:
-        """How many more pods of ``requests`` the leaf ``key`` takes now (0 if unknown)."""
-        leaf = self.leaves.get(key)
-        if leaf is None:
-            return 0
-        remaining = dict(leaf.free)
-        _add(remaining, leaf.tas_usage, -1)
-        return _count_in({**requests, PODS: 1}, remaining)[0]
-
-    def has_levels(self, request: TopologyRequest | None) -> bool:
-        """Does the topology have every level the request names (upstream's HasLevel)?"""
-        if request is None:
-            return True
-        named = [request.required, request.preferred, request.slice_required]
-        return all(level in self.levels for level in named if level)
-
     # -- placement ---------------------------------------------------------------------
 
     def find_assignment(

@@ -17,6 +17,7 @@ from manager.core import (
     Namespace,
     Node,
     PendingKind,
+    PreemptionPolicy,
     ResourceName,
     Topology,
     TopologyAssignment,
@@ -144,6 +145,8 @@ def test_a_new_node_lets_a_waiting_gang_in() -> None:
     core = tas_core(nodes=(gpu_node("r1-n1", "r1"),))
     core.add_workload(gang("trainer", 8))
     assert core.schedule(1.0).admitted == ()
+    snapshot = core.tas_snapshot(FlavorName("tas-gpu"))
+    assert snapshot is not None and list(snapshot.leaves) == [("r1-n1",)]
     core.upsert_node(gpu_node("r1-n2", "r1"))
     assert admitted_keys(core.schedule(2.0)) == [key("trainer")]
 
@@ -237,3 +240,34 @@ def test_a_restarted_core_counts_the_domains_admitted_workloads_hold() -> None:
     again.schedule(2.0)
     placed = assignment_of(again, "second")
     assert placed is not None and {d.values[0][:2] for d in placed.domains} == {"r2"}
+
+
+def test_a_gang_preempts_only_when_its_pods_would_fit_with_the_tas_workloads_gone() -> None:
+    """Quota for 8 GPUs, all held by a low-priority gang on rack r1: a high-priority gang of
+    8 preempts it (with every TAS workload gone, rack r1 holds it) and then takes the rack;
+    a gang of 8 that requires one host never would fit, so it preempts nothing."""
+    cq = (
+        make_cluster_queue("cq")
+        .resource_group(make_flavor_quotas("tas-gpu").resource("nvidia.com/gpu", 8).obj())
+        .preemption(within=PreemptionPolicy.LOWER_PRIORITY)
+        .obj()
+    )
+    core = tas_core(extra_cq=cq)
+    core.add_workload(gang("low", 8))
+    core.schedule(1.0)
+    one_host = TopologyRequest(required=HOSTNAME)  # 4 GPUs a node: 8 pods never fit
+    too_big = make_workload("too-big").queue("lq").priority(100).count(8)
+    core.add_workload(too_big.request("nvidia.com/gpu", 1).topology(one_host).obj())
+    result = core.schedule(2.0)
+    assert result.preempted == ()
+    reason = core.pending_reason(key("too-big"))
+    assert reason is not None and reason.kind is PendingKind.TOPOLOGY_PLACEMENT_FAILED
+    core.delete_workload(key("too-big"))
+    high = make_workload("high").queue("lq").priority(100).count(8).request("nvidia.com/gpu", 1)
+    core.add_workload(high.topology(RACK_REQUIRED).obj())
+    result = core.schedule(3.0)
+    assert [v.workload for p in result.preempted for v in p.victims] == [key("low")]
+    assert core.evict(key("low"), now=4.0, requeue_at=100.0)
+    assert admitted_keys(core.schedule(5.0)) == [key("high")]
+    placed = assignment_of(core, "high")
+    assert placed is not None and placed.pods == 8
