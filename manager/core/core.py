@@ -45,7 +45,7 @@ from manager.core.model import (
 from manager.core.queues import Location, QueueManager
 from manager.core.reasons import PendingReason
 from manager.core.scheduler import Scheduler
-from manager.core.tas import Node, Topology, TopologySnapshot
+from manager.core.tas import HOSTNAME, Node, Topology, TopologySnapshot
 from manager.core.views import (
     ClusterQueueStatus,
     FlavorUsage,
@@ -295,7 +295,7 @@ class AdmissionCore:
 
     def schedule(self, now: float) -> CycleResult:
         """Run one scheduling cycle at time ``now`` and return its decisions."""
-        evicted = self._drain()
+        evicted = self._drain() + self._evict_on_failed_nodes()
         decisions = self._scheduler.cycle(now)
         pending = tuple(
             Pending(entry.key, entry.reason)
@@ -320,6 +320,39 @@ class AdmissionCore:
                 return True
             queues.ready.discard(name)
         return False
+
+    def _evict_on_failed_nodes(self) -> list[Evict]:
+        """A workload placed by topology on a node that is gone or not Ready is evicted, to
+        be placed again on healthy nodes (kfed replaces no node: docs/tas.md)."""
+        failed = self._cache.tas.take_failed_hosts()
+        if not failed:
+            return []
+        evicted: list[Evict] = []
+        for held in list(self._cache.workloads.values()):
+            if held.evicting:
+                continue
+            hit = sorted(
+                {
+                    d.values[-1]
+                    for psa in held.admission.pod_set_assignments
+                    if psa.topology_assignment is not None
+                    and psa.topology_assignment.levels[-1:] == (HOSTNAME,)
+                    for d in psa.topology_assignment.domains
+                    if d.values[-1] in failed
+                }
+            )
+            if hit:
+                self._cache.set_evicting(held, True)
+                evicted.append(
+                    Evict(
+                        held.key,
+                        held.cluster_queue,
+                        EvictionReason.NODE_FAILURES,
+                        "Workload was evicted as there was no replacement for unhealthy "
+                        f"node(s): {', '.join(hit)}",
+                    )
+                )
+        return evicted
 
     def _drain(self) -> list[Evict]:
         """HoldAndDrain: evict what still holds quota in stopped queues, once each."""

@@ -51,6 +51,8 @@ class EvictionReason(StrEnum):
 
     CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
     LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    NODE_FAILURES = "NodeFailures"
+    """A node its pods were placed on by topology is gone or not Ready (docs/tas.md)."""
 
 
 @dataclass(frozen=True, slots=True)

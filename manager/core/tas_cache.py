@@ -12,7 +12,15 @@ from collections.abc import Mapping
 
 from manager.core.decisions import Admission
 from manager.core.model import FlavorName, ResourceFlavor, ResourceName, Workload, WorkloadKey
-from manager.core.tas import DomainKey, Node, Requests, Topology, TopologySnapshot, usage_of
+from manager.core.tas import (
+    HOSTNAME,
+    DomainKey,
+    Node,
+    Requests,
+    Topology,
+    TopologySnapshot,
+    usage_of,
+)
 
 
 class TopologyCache:
@@ -26,6 +34,9 @@ class TopologyCache:
         self.usage: dict[FlavorName, dict[DomainKey, dict[ResourceName, int]]] = {}
         self.version = 0
         """Changes on every change that could move a placement (part of nomination keys)."""
+        self.failed_hosts: set[str] = set()
+        """Hostnames of nodes that were Ready and are now gone or not Ready, not yet acted on
+        (the workloads placed on them are evicted: ``AdmissionCore``)."""
         self._snapshots: dict[FlavorName, tuple[int, ResourceFlavor, TopologySnapshot]] = {}
 
     def set_topology(self, topology: Topology) -> bool:
@@ -42,17 +53,29 @@ class TopologyCache:
         return True
 
     def upsert_node(self, node: Node) -> bool:
-        if self.nodes.get(node.name) == node:
+        before = self.nodes.get(node.name)
+        if before == node:
             return False
+        if before is not None and before.ready and not node.ready:
+            self._failed(before)
         self.nodes[node.name] = node
         self.version += 1
         return True
 
     def delete_node(self, name: str) -> bool:
-        if self.nodes.pop(name, None) is None:
+        gone = self.nodes.pop(name, None)
+        if gone is None:
             return False
+        self._failed(gone)
         self.version += 1
         return True
+
+    def _failed(self, node: Node) -> None:
+        self.failed_hosts.add(node.labels.get(HOSTNAME, node.name))
+
+    def take_failed_hosts(self) -> set[str]:
+        failed, self.failed_hosts = self.failed_hosts, set()
+        return failed
 
     def set_pod_usage(self, node: str, usage: Requests) -> bool:
         """The summed requests of the pods on ``node`` that TAS does not place; {} for none."""

@@ -271,3 +271,33 @@ def test_a_gang_preempts_only_when_its_pods_would_fit_with_the_tas_workloads_gon
     assert admitted_keys(core.schedule(5.0)) == [key("high")]
     placed = assignment_of(core, "high")
     assert placed is not None and placed.pods == 8
+
+
+def test_a_node_that_fails_under_a_running_gang_evicts_it_and_it_is_placed_again() -> None:
+    """kfed's policy for a failed node (docs/tas.md): the workload placed on it is evicted
+    with upstream's reason NodeFailures, then placed again on Ready nodes."""
+    core = tas_core()
+    core.add_workload(gang("trainer", 8))
+    core.schedule(1.0)
+    core.add_workload(gang("other", 2, TopologyRequest(required=HOSTNAME)))
+    core.schedule(1.5)
+    assert assignment_of(core, "trainer") == TopologyAssignment(
+        (HOSTNAME,), (DomainAssignment(("r1-n1",), 4), DomainAssignment(("r1-n2",), 4))
+    )
+    other = assignment_of(core, "other")
+    assert other is not None and other.domains[0].values == ("r2-n1",)
+    core.upsert_node(dataclasses.replace(gpu_node("r1-n2", "r1"), ready=False))
+    result = core.schedule(2.0)
+    assert [(e.workload, e.reason, e.message) for e in result.evicted] == [
+        (
+            key("trainer"),
+            "NodeFailures",
+            "Workload was evicted as there was no replacement for unhealthy node(s): r1-n2",
+        )
+    ]
+    assert core.schedule(2.5).evicted == ()  # told once
+    assert core.evict(key("trainer"), now=3.0)
+    core.delete_workload(key("other"))
+    assert admitted_keys(core.schedule(4.0)) == [key("trainer")]
+    again = assignment_of(core, "trainer")
+    assert again is not None and {d.values[0] for d in again.domains} == {"r2-n1", "r2-n2"}
