@@ -252,3 +252,52 @@ async def test_a_job_that_requires_a_rack_lands_on_one_rack_s_nodes(
         assert (await api.get(R.JOBS, "two", ns))["spec"]["suspend"] is True
     finally:
         await stop_tasks([task])
+
+
+async def test_a_failed_node_evicts_its_gang_which_is_placed_again_on_ready_nodes(
+    api: KubeApi, ns: str, bed: Bed
+) -> None:
+    """kfed's policy for a failed node (docs/tas.md): a node of a running gang is deleted;
+    the gang is evicted with upstream's reason NodeFailures, its pods stopped, and placed
+    again where every pod fits (rack b); at no point do its live pods (not terminating) sit
+    on both racks."""
+    controller = ClusterController(api, ControllerSettings(status_period=0.3, topology_aware=True))
+    task = asyncio.create_task(controller.run())
+    try:
+        await asyncio.wait_for(controller.synced.wait(), timeout=30)
+        await api.create(R.JOBS, rack_job(ns, "gang", 4), ns)
+        first = await wait_for(
+            lambda: bound_nodes(api, ns, "gang", 4), timeout=90, what="gang's pods bound"
+        )
+        assert first is not None and set(first) <= set(bed.racks["a"]), first
+
+        await api.delete(R.NODES, bed.racks["a"][0])
+
+        async def placed_again() -> list[str] | None:
+            listed = await api.list(R.PODS, ns, label_selector="job-name=gang")
+            alive = [
+                p
+                for p in listed["items"]
+                if not p["metadata"].get("deletionTimestamp")
+                and p["status"].get("phase") not in ("Succeeded", "Failed")
+            ]
+            nodes = sorted(str(p["spec"].get("nodeName") or "") for p in alive)
+            if len(nodes) == 4 and all(nodes) and set(nodes) <= set(bed.racks["b"]):
+                return nodes
+            assert not (
+                {n for n in nodes if n} & set(bed.racks["a"])
+                and {n for n in nodes if n} & set(bed.racks["b"])
+            ), f"the gang runs on both racks: {nodes}"
+            return None
+
+        again = await wait_for(placed_again, timeout=120, what="gang placed again on rack b")
+        assert again is not None
+        wl = await workload_of(api, ns, "gang")
+        assert wl is not None and assigned_hosts(wl) == again
+        evicted = condition(wl, C.EVICTED)
+        assert evicted is not None and evicted["message"] == (
+            "Previously: Workload was evicted as there was no replacement for unhealthy "
+            f"node(s): {bed.racks['a'][0]}"
+        ), evicted
+    finally:
+        await stop_tasks([task])
