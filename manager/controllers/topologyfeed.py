@@ -57,6 +57,8 @@ class TopologyFeed:
         self.kick()
 
     def on_pod(self, event: Event) -> None:
+        if event.type != "DELETED" and event.old is not None and _same_count(event.old, event.obj):
+            return  # a status update (most pod events): what it holds did not change
         counted = None if event.type == "DELETED" else _counted(event.obj)
         before = self._pods.pop(event.key, None)
         if before == counted:
@@ -79,6 +81,18 @@ class TopologyFeed:
         if not total:
             del self._per_node[node]
         self.core.set_pod_usage(node, dict(total))
+
+
+def _same_count(old: Obj, new: Obj) -> bool:
+    """Would ``new`` be counted exactly as ``old`` was (same spec, labels and whether it ended)?"""
+    ended = ("Succeeded", "Failed")
+    return (
+        old.get("spec") == new.get("spec")
+        and ((old.get("status") or {}).get("phase") in ended)
+        == ((new.get("status") or {}).get("phase") in ended)
+        and ((old.get("metadata") or {}).get("labels") or {}).get(TAS_LABEL)
+        == ((new.get("metadata") or {}).get("labels") or {}).get(TAS_LABEL)
+    )
 
 
 def _counted(pod: Obj) -> tuple[str, dict[core.ResourceName, int]] | None:

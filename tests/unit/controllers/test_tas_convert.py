@@ -190,7 +190,11 @@ def test_only_scheduled_unfinished_pods_outside_tas_take_room_on_their_node() ->
     feed.on_pod(Event("ADDED", "ns/gated", _pod("gated", None, "1")))
     feed.on_pod(Event("ADDED", "ns/tas", _pod("tas", "n1", "2", tas=True)))
     assert usage("n1") == {cpu: 1500, pods: 2}
-    feed.on_pod(Event("MODIFIED", "ns/a", _pod("a", "n1", "500m", phase="Succeeded")))
+    running = _pod("a", "n1", "500m")
+    ready = {**running, "status": {"phase": "Running", "conditions": [{"type": "Ready"}]}}
+    feed.on_pod(Event("MODIFIED", "ns/a", ready, old=running))
+    assert usage("n1") == {cpu: 1500, pods: 2}
+    feed.on_pod(Event("MODIFIED", "ns/a", _pod("a", "n1", "500m", phase="Succeeded"), old=ready))
     assert usage("n1") == {cpu: 1000, pods: 1}
     feed.on_pod(Event("DELETED", "ns/b", _pod("b", "n1", "1")))
     assert usage("n1") == {}
