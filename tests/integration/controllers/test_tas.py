@@ -301,3 +301,31 @@ async def test_a_failed_node_evicts_its_gang_which_is_placed_again_on_ready_node
         ), evicted
     finally:
         await stop_tasks([task])
+
+
+async def test_slices_of_a_gang_each_land_on_one_host(api: KubeApi, ns: str, bed: Bed) -> None:
+    """6 pods in slices of 2 that must each share a host, all in one rack: the annotations
+    reach the Workload's topology request, and rack b's three 2-GPU hosts take one slice
+    each (the slice rules themselves are tested case by case in tests/unit/core)."""
+    controller = ClusterController(api, ControllerSettings(status_period=0.3, topology_aware=True))
+    task = asyncio.create_task(controller.run())
+    try:
+        await asyncio.wait_for(controller.synced.wait(), timeout=30)
+        job = rack_job(ns, "sliced", 6)
+        job["spec"]["template"]["metadata"]["annotations"].update(
+            {taspods.SLICE_REQUIRED_ANNOTATION: HOST, taspods.SLICE_SIZE_ANNOTATION: "2"}
+        )
+        await api.create(R.JOBS, job, ns)
+        nodes = await wait_for(
+            lambda: bound_nodes(api, ns, "sliced", 6), timeout=90, what="sliced pods bound"
+        )
+        assert nodes == sorted(bed.racks["b"] * 2), nodes
+        wl = await workload_of(api, ns, "sliced")
+        assert wl is not None
+        assert wl["spec"]["podSets"][0]["topologyRequest"] == {
+            "required": RACK,
+            "podSetSliceRequiredTopology": HOST,
+            "podSetSliceSize": 2,
+        }
+    finally:
+        await stop_tasks([task])
