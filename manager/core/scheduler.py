@@ -280,6 +280,19 @@ class Scheduler:
             assignment.topology = placed.assignments
         assignment.delayed_topology = placed.delayed
 
+    def _topology_still_fits(self, assignment: Assignment) -> bool:
+        if not assignment.topology:
+            return True
+        return tas_admission.still_fits(
+            [
+                (ps.pod_set, {r: c.flavor for r, c in ps.flavors.items()})
+                for ps in assignment.pod_sets
+            ],
+            assignment.topology,
+            self.cache.flavors,
+            self.cache.tas,
+        )
+
     def _nomination_key(self, head: PendingWorkload, cq: ClusterQueueState) -> tuple[object, ...]:
         """Everything a nomination reads, but the namespace (checked first): the state of
         the cohort tree, the workload's shape and priority, and its queue time where the
@@ -366,7 +379,7 @@ class Scheduler:
                     )
                 )
             return
-        if not cycle.fits(self.cache, cq, usage, []):
+        if not cycle.fits(self.cache, cq, usage, []) or not self._topology_still_fits(assignment):
             entry.outcome = Outcome.RETRY
             entry.reason = reasons.retry(
                 "no longer fits after another workload was admitted in this cycle"

@@ -218,6 +218,28 @@ class TopologySnapshot:
         domain.parent = parent
         parent.children.append(domain)
 
+    def fits(
+        self,
+        assignment: TopologyAssignment,
+        per_pod: Requests,
+        assumed: dict[DomainKey, dict[ResourceName, int]],
+    ) -> bool:
+        """Does every leaf of ``assignment`` still have room for its pods, beside
+        ``assumed`` (which grows by what this assignment takes)? Upstream's ``Fits``: an
+        assignment made earlier in a cycle is checked again before it is admitted."""
+        for key, usage in usage_of(assignment, per_pod).items():
+            leaf = self.leaves.get(key)
+            if leaf is None:
+                return False
+            remaining = dict(leaf.free)
+            _add(remaining, leaf.tas_usage, -1)
+            taken = assumed.setdefault(key, {})
+            _add(remaining, taken, -1)
+            if any(remaining.get(r, 0) < v for r, v in usage.items()):
+                return False
+            _add(taken, usage, 1)
+        return True
+
     # -- placement ---------------------------------------------------------------------
 
     def find_assignment(

@@ -88,6 +88,34 @@ class Placed:
         self.reason: PendingReason | None = None
 
 
+def still_fits(
+    pod_sets: list[tuple[PodSet, Mapping[ResourceName, FlavorName]]],
+    assignments: Mapping[str, TopologyAssignment],
+    flavors: Mapping[FlavorName, ResourceFlavor],
+    cache: TopologyCache,
+) -> bool:
+    """Do the domains a nomination found still hold its pods, now that workloads admitted
+    earlier in the same cycle hold theirs?"""
+    assumed: dict[FlavorName, dict[DomainKey, dict[ResourceName, int]]] = {}
+    for ps, chosen in pod_sets:
+        assignment = assignments.get(ps.name)
+        if assignment is None:
+            continue
+        name = next(
+            (f for f in sorted(set(chosen.values())) if f in flavors and flavors[f].topology_name),
+            None,
+        )
+        if name is None:
+            return False
+        snapshot = cache.snapshot(flavors[name])
+        if snapshot is None:
+            return False
+        per_pod = {r: v for r, v in ps.requests.items() if r != "pods"}
+        if not snapshot.fits(assignment, per_pod, assumed.setdefault(name, {})):
+            return False
+    return True
+
+
 def place(
     pod_sets: list[tuple[PodSet, Mapping[ResourceName, FlavorName]]],
     cq: ClusterQueue,

@@ -301,3 +301,30 @@ def test_a_node_that_fails_under_a_running_gang_evicts_it_and_it_is_placed_again
     assert admitted_keys(core.schedule(4.0)) == [key("trainer")]
     again = assignment_of(core, "trainer")
     assert again is not None and {d.values[0] for d in again.domains} == {"r2-n1", "r2-n2"}
+
+
+def test_two_queues_that_found_the_same_rack_in_one_cycle_do_not_both_take_it() -> None:
+    """Both heads were nominated against the same free racks; the one admitted second in
+    the cycle finds its domains taken and is tried again, then goes to the other rack."""
+    core = tas_core()
+    for name in ("cq-b",):
+        core.upsert_cluster_queue(
+            make_cluster_queue(name)
+            .resource_group(make_flavor_quotas("tas-gpu").resource("nvidia.com/gpu", 64).obj())
+            .obj()
+        )
+    core.upsert_local_queue(make_local_queue("lq-b", "default", "cq-b"))
+    core.add_workload(gang("first", 8))
+    second = make_workload("second").queue("lq-b").count(8).request("nvidia.com/gpu", 1)
+    core.add_workload(second.topology(RACK_REQUIRED).obj())
+    result = core.schedule(1.0)
+    assert len(result.admitted) == 1
+    run_until_quiet(core, 2.0)
+    racks = {
+        name: {
+            d.values[0][:2]
+            for d in (assignment_of(core, name) or TopologyAssignment((), ())).domains
+        }
+        for name in ("first", "second")
+    }
+    assert sorted(map(sorted, racks.values())) == [["r1"], ["r2"]], racks
