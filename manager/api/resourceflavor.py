@@ -67,8 +67,8 @@ class ResourceFlavorSpec(KubeModel):
     ] = Field(default_factory=list)
     """Tolerations that admission adds to the pods of workloads given this flavor."""
     topology_name: DNSSubdomain | None = None
-    """The Topology of the flavor's nodes (topology-aware scheduling). Stored, not acted
-    on."""
+    """The Topology of the flavor's nodes: pod sets given this flavor are placed by topology
+    (docs/tas.md)."""
 
 
 class ResourceFlavor(KubeObject):

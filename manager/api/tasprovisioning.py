@@ -1,7 +1,7 @@
 """Topology and ProvisioningRequestConfig: upstream kinds kfed serves with upstream's v1beta2
-schemas and stores, without acting on them (no topology-aware scheduling, no
-ProvisioningRequest admission check), so that upstream's manifests for them apply unchanged
-(docs/api.md, "Stored, not acted on")."""
+schemas, so that upstream's manifests for them apply unchanged. A Topology's levels are
+acted on by topology-aware scheduling (docs/tas.md); a ProvisioningRequestConfig is stored,
+not acted on (no ProvisioningRequest admission check; docs/api.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class TopologySpec(KubeModel):
 
 
 class Topology(KubeObject):
-    """A data center's topology for topology-aware scheduling. Stored, not acted on."""
+    """A data center's topology for topology-aware scheduling: its levels, widest first."""
 
     resource: ClassVar[ResourceInfo] = ResourceInfo(
         group=GROUP,

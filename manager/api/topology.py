@@ -1,10 +1,9 @@
 """Topology-aware scheduling's fields on a Workload, with upstream Kueue v1beta2's schemas.
 
-kfed does not place pods by topology. These fields are stored, not acted on, so that what
-upstream writes (its MultiKueue manager puts a ``topologyRequest`` on every pod set) is kept
-as written instead of pruned: a pruned field makes upstream see its remote copy differ
-from its own and recreate it forever. A workload that asks for a topology is told so (its
-TopologyRequestIgnored Event).
+kfed places pods by topology as upstream's TAS does (docs/tas.md). Every field is kept as
+written, bookkeeping ones too (upstream's MultiKueue manager puts a ``topologyRequest`` with
+only a pod index label on every pod set): a pruned field makes upstream see its remote copy
+differ from its own and recreate it forever.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ class SliceTopologyConstraint(KubeModel):
 
 
 class TopologyRequest(KubeModel):
-    """How a pod set's pods should be placed across a topology (stored, not acted on)."""
+    """How a pod set's pods should be placed across a topology."""
 
     required: LevelName | None = None
     """The level all pods must fit in."""
@@ -144,7 +143,7 @@ class TopologyAssignmentSlice(KubeModel):
 
 
 class TopologyAssignment(KubeModel):
-    """Where a pod set's pods were placed in the topology (written by upstream's TAS)."""
+    """Where a pod set's pods were placed in the topology."""
 
     model_config = ConfigDict(
         json_schema_extra=model_extra(

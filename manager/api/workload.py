@@ -56,7 +56,7 @@ class PodSet(KubeModel):
     min_count: Annotated[NonNegativeInt32, Field(ge=1)] | None = None
     """With partial admission: the fewest pods the job can run with."""
     topology_request: TopologyRequest | None = None
-    """How the pods should be placed across a topology. Stored, not acted on."""
+    """How the pods should be placed across a topology (docs/tas.md)."""
 
 
 class PriorityClassGroup(StrEnum):
@@ -149,9 +149,9 @@ class PodSetAssignment(KubeModel):
     count: NonNegativeInt32 | None = None
     """The number of pods admitted (less than the pod set's count with partial admission)."""
     topology_assignment: TopologyAssignment | None = None
-    """Where the pods go in the topology (upstream's TAS writes it). Stored, not acted on."""
+    """Where the pods go in the topology, written with the admission (docs/tas.md)."""
     delayed_topology_request: DelayedTopologyRequest | None = None
-    """Whether a topology assignment is still to come. Stored, not acted on."""
+    """``Pending``: a worker places the pods by topology (a MultiKueue ClusterQueue)."""
 
 
 class Admission(KubeModel):

@@ -19,7 +19,9 @@ from manager.api.pod import NodeSelectorTerm as ApiNodeSelectorTerm
 from manager.api.pod import PodSpec, Taint, Toleration
 from manager.api.quota import ResourceGroup
 from manager.api.resourceflavor import ResourceFlavor
+from manager.api.topology import TopologyRequest
 from manager.api.workload import Workload
+from manager.controllers import topologyassignment
 
 _RESOURCE_POLICY = {
     "Never": core.PreemptionPolicy.NEVER,
@@ -67,6 +69,58 @@ def flavor(rf: ResourceFlavor) -> core.ResourceFlavor:
         node_labels=dict(rf.spec.node_labels),
         node_taints=taints(rf.spec.node_taints),
         tolerations=tolerations(rf.spec.tolerations),
+        topology_name=rf.spec.topology_name,
+    )
+
+
+def topology_request(request: TopologyRequest | None) -> core.TopologyRequest | None:
+    """What a pod set asks of the topology; the first of several slice layers stands for
+    them all (kfed places one layer of slices: docs/tas.md)."""
+    if request is None:
+        return None
+    slice_level, slice_size = request.pod_set_slice_required_topology, request.pod_set_slice_size
+    layers = request.podset_slice_required_topology_constraints
+    if slice_level is None and layers:
+        slice_level, slice_size = layers[0].topology, layers[0].size
+    converted = core.TopologyRequest(
+        required=request.required,
+        preferred=request.preferred,
+        unconstrained=bool(request.unconstrained),
+        slice_required=slice_level,
+        slice_size=slice_size,
+    )
+    return converted if converted.asks else None
+
+
+def topology(obj: Mapping[str, Any]) -> core.Topology:
+    """A Topology object (as stored) for the core; ValueError without levels."""
+    levels = tuple(
+        str(level["nodeLabel"]) for level in ((obj.get("spec") or {}).get("levels") or [])
+    )
+    if not levels:
+        raise ValueError("spec.levels is empty")
+    return core.Topology(str(obj["metadata"]["name"]), levels)
+
+
+def node(obj: Mapping[str, Any]) -> core.Node:
+    """What TAS reads of a Node: labels, taints, allocatable, Ready and unschedulable."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    return core.Node(
+        name=str(obj["metadata"]["name"]),
+        labels=dict((obj["metadata"].get("labels")) or {}),
+        allocatable={
+            core.ResourceName(r): units(r, v) for r, v in (status.get("allocatable") or {}).items()
+        },
+        taints=tuple(
+            core.Taint(t["key"], core.TaintEffect(t["effect"]), t.get("value") or "")
+            for t in spec.get("taints") or []
+        ),
+        ready=ready,
+        unschedulable=bool(spec.get("unschedulable")),
     )
 
 
@@ -257,6 +311,7 @@ def workload(
                 node_selector=dict(ps.template.spec.node_selector),
                 node_affinity=_affinity_terms(ps.template.spec),
                 tolerations=tolerations(ps.template.spec.tolerations),
+                topology_request=topology_request(ps.topology_request),
             )
             for ps in wl.spec.pod_sets
         ),
@@ -272,18 +327,24 @@ def admission_to_status(admission: core.Admission) -> dict[str, Any]:
     """``status.admission`` as Kueue writes it (quantities in Kueue's canonical form)."""
     return {
         "clusterQueue": admission.cluster_queue,
-        "podSetAssignments": [
-            {
-                "name": psa.name,
-                "flavors": dict(psa.flavors),
-                "resourceUsage": {
-                    r: str(quantity.from_core_units(r, v)) for r, v in psa.resource_usage.items()
-                },
-                "count": psa.count,
-            }
-            for psa in admission.pod_set_assignments
-        ],
+        "podSetAssignments": [_assignment_to_status(psa) for psa in admission.pod_set_assignments],
     }
+
+
+def _assignment_to_status(psa: core.PodSetAssignment) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": psa.name,
+        "flavors": dict(psa.flavors),
+        "resourceUsage": {
+            r: str(quantity.from_core_units(r, v)) for r, v in psa.resource_usage.items()
+        },
+        "count": psa.count,
+    }
+    if psa.topology_assignment is not None:
+        out["topologyAssignment"] = topologyassignment.to_status(psa.topology_assignment)
+    if psa.delayed_topology:
+        out["delayedTopologyRequest"] = "Pending"
+    return out
 
 
 def admission_from_status(status: Mapping[str, Any]) -> core.Admission:
@@ -301,6 +362,12 @@ def admission_from_status(status: Mapping[str, Any]) -> core.Admission:
                     for r, v in (psa.get("resourceUsage") or {}).items()
                 },
                 count=int(psa.get("count") or 0),
+                topology_assignment=(
+                    topologyassignment.from_status(psa["topologyAssignment"])
+                    if psa.get("topologyAssignment")
+                    else None
+                ),
+                delayed_topology=psa.get("delayedTopologyRequest") == "Pending",
             )
             for psa in status.get("podSetAssignments") or []
         ),

@@ -21,6 +21,13 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=d.workers, help="reconciles at once per controller"
     )
     parser.add_argument(
+        "--topology-aware-scheduling",
+        action="store_true",
+        help="place pod sets by topology as Kueue's TAS does (a ResourceFlavor's "
+        "topologyName, a pod set's kueue.x-k8s.io/podset-*-topology annotations): watches "
+        "Topologies, Nodes and all Pods of this cluster (docs/tas.md)",
+    )
+    parser.add_argument(
         "--fair-sharing",
         action="store_true",
         help="Kueue's fair sharing: ClusterQueues of a cohort share unused quota by their "
@@ -91,6 +98,7 @@ def controller_settings_from(args: argparse.Namespace, *, role: str) -> Controll
         integrations=integrations,
         event_qps=args.event_qps,
         event_burst=args.event_burst,
+        topology_aware=bool(getattr(args, "topology_aware_scheduling", False)),
     )
 
 

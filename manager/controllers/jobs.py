@@ -17,13 +17,14 @@ A job created by a MultiKueue manager on a worker names its Workload in the
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
 from manager.api import dra
-from manager.controllers import devicecatalogue, spans
+from manager.controllers import devicecatalogue, spans, taspods
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind, MissingReference, PodSetPlacement
@@ -438,7 +439,10 @@ class JobController:
             for update in updates.get(name, []):
                 selector.update(update.get("nodeSelector") or {})
                 tolerations += [t for t in update.get("tolerations") or [] if t not in tolerations]
-            result[name] = PodSetPlacement(selector, tolerations)
+            placement = PodSetPlacement(selector, tolerations)
+            if psa.get("topologyAssignment"):
+                placement = _placed_by_topology(placement, base, name, wl)
+            result[name] = placement
         return result
 
     async def _start(self, job: Obj, wl: Obj) -> None:
@@ -478,11 +482,52 @@ class JobController:
 
 
 def _submitted(wl: Obj) -> dict[str, PodSetPlacement]:
-    """Each pod set's nodeSelector and tolerations as submitted (the Workload keeps them)."""
+    """Each pod set's nodeSelector and tolerations as submitted (the Workload keeps them),
+    and for a pod set placed by topology its labels, annotations and scheduling gates too
+    (what ``_placed_by_topology`` adds is taken back on eviction)."""
     result = {}
     for ps in (wl.get("spec") or {}).get("podSets") or []:
-        spec = (ps.get("template") or {}).get("spec") or {}
-        result[str(ps.get("name", ""))] = PodSetPlacement(
+        template = ps.get("template") or {}
+        spec, meta = template.get("spec") or {}, template.get("metadata") or {}
+        placement = PodSetPlacement(
             dict(spec.get("nodeSelector") or {}), list(spec.get("tolerations") or [])
         )
+        if ps.get("topologyRequest") or _admitted_by_topology(wl, str(ps.get("name", ""))):
+            placement = dataclasses.replace(
+                placement,
+                labels=dict(meta.get("labels") or {}),
+                annotations=dict(meta.get("annotations") or {}),
+                scheduling_gates=list(spec.get("schedulingGates") or []),
+            )
+        result[str(ps.get("name", ""))] = placement
     return result
+
+
+def _admitted_by_topology(wl: Obj, pod_set: str) -> bool:
+    admission = ws.status_of(wl).get("admission") or {}
+    return any(
+        psa.get("name") == pod_set and psa.get("topologyAssignment")
+        for psa in admission.get("podSetAssignments") or []
+    )
+
+
+def _placed_by_topology(
+    placement: PodSetPlacement, submitted: PodSetPlacement, pod_set: str, wl: Obj
+) -> PodSetPlacement:
+    """A pod set with a topology assignment: its pods are created behind the topology gate,
+    labelled and named after their Workload, for the ungater (topologyungater.py) to give
+    each one its domain's nodeSelector."""
+    gates = [g for g in submitted.scheduling_gates or [] if g.get("name") != taspods.TOPOLOGY_GATE]
+    return dataclasses.replace(
+        placement,
+        labels={
+            **(submitted.labels or {}),
+            taspods.TAS_LABEL: "true",
+            taspods.PODSET_LABEL: pod_set,
+        },
+        annotations={
+            **(submitted.annotations or {}),
+            taspods.WORKLOAD_ANNOTATION: str(wl["metadata"]["name"]),
+        },
+        scheduling_gates=[*gates, {"name": taspods.TOPOLOGY_GATE}],
+    )

@@ -22,6 +22,7 @@ from manager.controllers.jobs import JobController
 from manager.controllers.queuestatus import QueueStatusWriter
 from manager.controllers.settings import ControllerSettings
 from manager.controllers.state import ClusterState
+from manager.controllers.topologyungater import TopologyUngater
 from manager.controllers.workloads import WorkloadController
 from manager.kube import discovery, errors
 from manager.kube.api import KubeApi
@@ -78,7 +79,12 @@ class ClusterController:
         admit_after: asyncio.Event | None = None,
     ) -> None:
         self.settings = settings or ControllerSettings()
-        self.state = ClusterState(api, metrics=metrics, fair_sharing=self.settings.fair_sharing)
+        self.state = ClusterState(
+            api,
+            metrics=metrics,
+            fair_sharing=self.settings.fair_sharing,
+            topology_aware=self.settings.topology_aware,
+        )
         self.admit_after = admit_after
         """Set when the core knows enough to admit (kfed's manager: once it has seen its
         workers, whose flavors decide which flavors a workload may get together); None: at
@@ -112,6 +118,10 @@ class ClusterController:
         """Kinds asked for whose CRD is not served yet."""
         self._late_tasks: list[asyncio.Task[None]] = []
         self.queue_status = QueueStatusWriter(self.state, self.settings.status_period)
+        self.ungater = (
+            TopologyUngater(self.state, self.state.pods) if self.state.pods is not None else None
+        )
+        """Gives each pod of a pod set placed by topology its domain (TAS only)."""
         self.synced = asyncio.Event()
 
     async def _own_devices(self, slices: bool) -> dra.DeviceCatalogue:
@@ -192,10 +202,19 @@ class ClusterController:
                 asyncio.create_task(self.state.events.run(), name="events"),
                 asyncio.create_task(self._find_kinds_later(), name="job-kinds"),
             ]
+            if self.ungater is not None:
+                tasks.append(
+                    asyncio.create_task(
+                        run_workers(self.ungater.queue, self.ungater.reconcile, 4),
+                        name="topology-ungater",
+                    )
+                )
             self.state.kick()
             await asyncio.gather(*tasks)
         finally:
             self.workloads.queue.close()
+            if self.ungater is not None:
+                self.ungater.queue.close()
             for controller in self.job_controllers:
                 controller.queue.close()
             await stop_tasks(tasks + self._late_tasks)

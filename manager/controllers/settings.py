@@ -60,6 +60,11 @@ class ControllerSettings:
     and the burst tells the first jobs' stories whole. 0 writes none."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's manageJobsWithoutQueueName: off, so a Job without the label is left alone."""
+    topology_aware: bool = False
+    """Place pod sets by topology here (``--topology-aware-scheduling``; docs/tas.md): watch
+    Topologies, Nodes and every Pod of the cluster. Off by default, since the Pod watch costs
+    memory in proportion to the cluster's pods; kfed's manager, which runs none, needs it off
+    (its MultiKueue queues leave the placement to the worker)."""
     device_class_mappings: DeviceClassMappings = field(default_factory=DeviceClassMappings)
     """Kueue's ``resources.deviceClassMappings`` (``--device-class-mappings``): the quota
     resource each DeviceClass of a pod's ResourceClaimTemplates is charged to. Empty: a job

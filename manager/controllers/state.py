@@ -22,11 +22,13 @@ from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
+from manager.api.tasprovisioning import Topology
 from manager.controllers import convert, ignored
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
+from manager.controllers.topologyfeed import TopologyFeed
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.events import EventRecorder
@@ -53,6 +55,7 @@ class ClusterState:
         watch_timeout: int = 290,
         metrics: Metrics | None = None,
         fair_sharing: core.FairSharingConfig | None = None,
+        topology_aware: bool = False,
     ) -> None:
         self.api = api
         self.metrics = metrics if metrics is not None else Metrics()
@@ -94,6 +97,21 @@ class ClusterState:
         self.local_queues.subscribe(self._feed(LocalQueue, convert.local_queue, "local_queue"))
         self.cohorts.subscribe(self._feed(Cohort, convert.cohort, "cohort"))
         self.namespaces.subscribe(self._on_namespace)
+        self.topology_informers: list[Informer] = []
+        """Topologies, Nodes and Pods, when pods are placed by topology here (TAS)."""
+        self.pods: Informer | None = None
+        """Every Pod of the cluster, when pods are placed by topology here."""
+        if topology_aware:
+            self.topology_feed = TopologyFeed(self.core, self.kick)
+            for resource, handler in (
+                (R.of(Topology.resource), self.topology_feed.on_topology),
+                (R.NODES, self.topology_feed.on_node),
+                (R.PODS, self.topology_feed.on_pod),
+            ):
+                watched = informer(resource)
+                watched.subscribe(handler)
+                self.topology_informers.append(watched)
+            self.pods = self.topology_informers[-1]
 
     @property
     def informers(self) -> list[Informer]:
@@ -107,6 +125,7 @@ class ClusterState:
             self.admission_checks,
             self.workloads,
             *self.job_kinds.values(),
+            *self.topology_informers,
         ]
 
     def add_job_kind(self, kind: JobKind) -> Informer:

@@ -46,6 +46,7 @@ from manager.core.model import (
     ResourceName,
     ResourceQuota,
     StopPolicy,
+    TopologyRequest,
     Workload,
     WorkloadKey,
     local_queue_key,
@@ -62,6 +63,14 @@ from manager.core.selectors import (
     Toleration,
     TolerationOperator,
 )
+from manager.core.tas import (
+    HOSTNAME,
+    DomainAssignment,
+    Node,
+    Topology,
+    TopologyAssignment,
+    TopologySnapshot,
+)
 from manager.core.views import (
     ClusterQueueStatus,
     FlavorUsage,
@@ -71,6 +80,7 @@ from manager.core.views import (
 )
 
 __all__ = [
+    "HOSTNAME",
     "PODS",
     "Admission",
     "AdmissionCore",
@@ -84,6 +94,7 @@ __all__ = [
     "Cohort",
     "CohortName",
     "CycleResult",
+    "DomainAssignment",
     "Evict",
     "EvictionReason",
     "FairSharingConfig",
@@ -100,6 +111,7 @@ __all__ = [
     "LocalQueueKey",
     "LocalQueueStatus",
     "Namespace",
+    "Node",
     "NodeSelectorTerm",
     "Operator",
     "Pending",
@@ -123,6 +135,10 @@ __all__ = [
     "TaintEffect",
     "Toleration",
     "TolerationOperator",
+    "Topology",
+    "TopologyAssignment",
+    "TopologyRequest",
+    "TopologySnapshot",
     "Victim",
     "Workload",
     "WorkloadKey",

@@ -29,6 +29,7 @@ from manager.core.model import (
     WorkloadKey,
 )
 from manager.core.quota import Quota, QuotaNode
+from manager.core.tas_cache import TopologyCache
 
 INACTIVE_STOPPED = "Stopped"
 INACTIVE_FLAVOR_NOT_FOUND = "FlavorNotFound"
@@ -184,6 +185,8 @@ class Cache:
         self.local_queues: dict[LocalQueueKey, LocalQueueUsage] = {}
         self.config_version = 0
         """Bumped on every change of flavors, queues, cohorts or their active state."""
+        self.tas = TopologyCache()
+        """Topologies, nodes and the domains admitted workloads hold (topology-aware)."""
 
     # -- versions: has anything a nomination reads changed since? ------------------------
 
@@ -373,6 +376,7 @@ class Cache:
         )
         self.workloads[workload.key] = entry
         self.by_cluster_queue.setdefault(admission.cluster_queue, {})[workload.key] = entry
+        self.tas.add_workload(workload, admission)
         cq = self.cluster_queues.get(admission.cluster_queue)
         if cq is not None:
             cq.account(entry, sign=1)
@@ -385,6 +389,7 @@ class Cache:
         entry = self.workloads.pop(key, None)
         if entry is None:
             return None
+        self.tas.remove_workload(key)
         by_cq = self.by_cluster_queue.get(entry.cluster_queue)
         if by_cq is not None:
             by_cq.pop(key, None)

@@ -37,6 +37,7 @@ from manager.core.model import (
     LocalQueueKey,
     Namespace,
     ResourceFlavor,
+    ResourceName,
     StopPolicy,
     Workload,
     WorkloadKey,
@@ -44,6 +45,7 @@ from manager.core.model import (
 from manager.core.queues import Location, QueueManager
 from manager.core.reasons import PendingReason
 from manager.core.scheduler import Scheduler
+from manager.core.tas import HOSTNAME, Node, Topology, TopologySnapshot
 from manager.core.views import (
     ClusterQueueStatus,
     FlavorUsage,
@@ -142,6 +144,35 @@ class AdmissionCore:
     def delete_namespace(self, namespace: Namespace) -> None:
         if self._namespaces.pop(namespace, None) is not None:
             self._queues.wake_all()
+
+    # -- topology (TAS) ----------------------------------------------------------------
+
+    def set_topology(self, topology: Topology) -> None:
+        if self._cache.tas.set_topology(topology):
+            self._queues.wake_all()
+
+    def delete_topology(self, name: str) -> None:
+        if self._cache.tas.delete_topology(name):
+            self._queues.wake_all()
+
+    def upsert_node(self, node: Node) -> None:
+        if self._cache.tas.upsert_node(node):
+            self._queues.wake_all()
+
+    def delete_node(self, name: str) -> None:
+        if self._cache.tas.delete_node(name):
+            self._queues.wake_all()
+
+    def set_pod_usage(self, node: str, usage: Mapping[ResourceName, int]) -> None:
+        """The summed requests of the scheduled, unfinished pods on ``node`` that no TAS
+        workload accounts for ({} when none)."""
+        if self._cache.tas.set_pod_usage(node, usage):
+            self._queues.wake_all()
+
+    def tas_snapshot(self, flavor: FlavorName) -> TopologySnapshot | None:
+        """The domain tree of a TAS flavor as the scheduler sees it now (None: not TAS)."""
+        spec = self._cache.flavors.get(flavor)
+        return self._cache.tas.snapshot(spec) if spec is not None else None
 
     def _refresh_active(self) -> None:
         for name in self._cache.refresh_active():
@@ -264,7 +295,7 @@ class AdmissionCore:
 
     def schedule(self, now: float) -> CycleResult:
         """Run one scheduling cycle at time ``now`` and return its decisions."""
-        evicted = self._drain()
+        evicted = self._drain() + self._evict_on_failed_nodes()
         decisions = self._scheduler.cycle(now)
         pending = tuple(
             Pending(entry.key, entry.reason)
@@ -289,6 +320,39 @@ class AdmissionCore:
                 return True
             queues.ready.discard(name)
         return False
+
+    def _evict_on_failed_nodes(self) -> list[Evict]:
+        """A workload placed by topology on a node that is gone or not Ready is evicted, to
+        be placed again on healthy nodes (kfed replaces no node: docs/tas.md)."""
+        failed = self._cache.tas.take_failed_hosts()
+        if not failed:
+            return []
+        evicted: list[Evict] = []
+        for held in list(self._cache.workloads.values()):
+            if held.evicting:
+                continue
+            hit = sorted(
+                {
+                    d.values[-1]
+                    for psa in held.admission.pod_set_assignments
+                    if psa.topology_assignment is not None
+                    and psa.topology_assignment.levels[-1:] == (HOSTNAME,)
+                    for d in psa.topology_assignment.domains
+                    if d.values[-1] in failed
+                }
+            )
+            if hit:
+                self._cache.set_evicting(held, True)
+                evicted.append(
+                    Evict(
+                        held.key,
+                        held.cluster_queue,
+                        EvictionReason.NODE_FAILURES,
+                        "Workload was evicted as there was no replacement for unhealthy "
+                        f"node(s): {', '.join(hit)}",
+                    )
+                )
+        return evicted
 
     def _drain(self) -> list[Evict]:
         """HoldAndDrain: evict what still holds quota in stopped queues, once each."""

@@ -20,6 +20,7 @@ from manager.core.model import (
     WorkloadKey,
 )
 from manager.core.reasons import PendingReason
+from manager.core.tas import TopologyAssignment
 
 
 class PreemptionReason(StrEnum):
@@ -50,6 +51,8 @@ class EvictionReason(StrEnum):
 
     CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
     LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    NODE_FAILURES = "NodeFailures"
+    """A node its pods were placed on by topology is gone or not Ready (docs/tas.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,11 @@ class PodSetAssignment:
     flavors: Mapping[ResourceName, FlavorName]
     resource_usage: Mapping[ResourceName, int]
     count: int
+    topology_assignment: TopologyAssignment | None = None
+    """Where its pods go in its flavor's topology (TAS); None when not placed by topology."""
+    delayed_topology: bool = False
+    """Placed by topology later, elsewhere: a MultiKueue ClusterQueue's worker computes the
+    assignment (upstream's ``delayedTopologyRequest: Pending``)."""
 
 
 @dataclass(frozen=True, slots=True)

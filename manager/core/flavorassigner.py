@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
 
-from manager.core import quota, reasons
+from manager.core import quota, reasons, tas_admission
 from manager.core.cache import ClusterQueueState
 from manager.core.decisions import Admission, PodSetAssignment
 from manager.core.model import (
@@ -37,6 +37,7 @@ from manager.core.model import (
 )
 from manager.core.reasons import PendingKind, PendingReason
 from manager.core.selectors import first_untolerated_taint, node_selection_mismatch
+from manager.core.tas import Topology, TopologyAssignment
 
 
 class Mode(IntEnum):
@@ -94,6 +95,10 @@ class Assignment:
     mode: Mode
     """FIT: admit now; PREEMPT: needs victims first; NO_FIT: stays pending."""
     reason: PendingReason | None = None
+    topology: dict[str, TopologyAssignment] = field(default_factory=dict)
+    """Pod sets placed by topology (tas_admission.py), by name."""
+    delayed_topology: set[str] = field(default_factory=set)
+    """Pod sets a worker places by topology later (MultiKueue)."""
 
     def frs_needing_preemption(self) -> set[FlavorResource]:
         return {
@@ -112,6 +117,8 @@ class Assignment:
                     flavors={r: c.flavor for r, c in ps.flavors.items()},
                     resource_usage={r: ps.requests[r] for r in ps.flavors},
                     count=ps.pod_set.count,
+                    topology_assignment=self.topology.get(ps.pod_set.name),
+                    delayed_topology=ps.pod_set.name in self.delayed_topology,
                 )
                 for ps in self.pod_sets
             ),
@@ -180,6 +187,7 @@ class FlavorAssigner:
         oracle: PreemptionOracle,
         *,
         can_preempt_while_borrowing: bool,
+        topologies: Mapping[str, Topology] | None = None,
     ) -> None:
         self.workload = workload
         self.cq = cq
@@ -187,6 +195,8 @@ class FlavorAssigner:
         self.oracle = oracle
         self.can_preempt_while_borrowing = can_preempt_while_borrowing
         self.allowed: frozenset[FlavorName] | None = None
+        self.topologies = topologies or {}
+        self.tas_implied = tas_admission.tas_only(cq.spec, flavors)
 
     def assign(self) -> Assignment:
         """Flavors for every pod set, or NO_FIT with the reason (gang: all or nothing).
@@ -340,7 +350,9 @@ class FlavorAssigner:
         why = node_selection_mismatch(ps.node_selector, ps.node_affinity, flavor.node_labels)
         if why is not None:
             return reasons.flavor_mismatch(name, why)
-        return None
+        return tas_admission.flavor_mismatch(
+            flavor, ps, self.cq.spec, implied=self.tas_implied, topologies=self.topologies
+        )
 
     def _fits_quota(self, fr: FlavorResource, value: int, notes: _Notes) -> Granular:
         cq = self.cq

@@ -81,6 +81,8 @@ class ResourceFlavor:
     node_labels: Mapping[str, str] = field(default_factory=dict)
     node_taints: tuple[Taint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    topology_name: str | None = None
+    """The Topology of its nodes: pod sets given it are placed by topology (core/tas.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,25 @@ class LocalQueue:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """How a pod set's pods are placed in a topology (Kueue's ``topologyRequest``): all in
+    one domain of ``required``, in as few domains as possible from ``preferred`` up, or
+    anywhere (``unconstrained``); and each slice of ``slice_size`` pods in one domain of
+    ``slice_required``."""
+
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool = False
+    slice_required: str | None = None
+    slice_size: int | None = None
+
+    @property
+    def asks(self) -> bool:
+        """Does it ask for anything (a request with only bookkeeping fields does not)?"""
+        return bool(self.required or self.preferred or self.unconstrained or self.slice_required)
+
+
+@dataclass(frozen=True, slots=True)
 class PodSet:
     """A group of identical pods. ``requests`` are per pod."""
 
@@ -191,6 +212,7 @@ class PodSet:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     node_affinity: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    topology_request: TopologyRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,7 @@ class PendingWorkload:
                     tuple(sorted(ps.node_selector.items())),
                     ps.node_affinity,
                     ps.tolerations,
+                    ps.topology_request,
                 )
                 for ps in self.workload.pod_sets
             )

@@ -38,6 +38,8 @@ class PendingKind(StrEnum):
     WAITING_FOR_QUOTA = "WaitingForQuota"
     WAITING_FOR_PREEMPTION = "WaitingForPreemption"
     """Victims were chosen; waiting for them to release their quota."""
+    TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+    """Quota is there, but no domain of the flavor's topology holds the pods as asked."""
     BLOCKED_BY_HEAD = "BlockedByHead"
     """StrictFIFO: an older or higher-priority workload ahead of it doesn't fit yet."""
     BACKOFF = "Backoff"
@@ -140,6 +142,13 @@ def no_single_place(cq: ClusterQueueName, notes: list[str]) -> PendingReason:
         PendingKind.NO_MATCHING_FLAVOR,
         f"couldn't assign flavors that one worker of ClusterQueue {cq} offers together: "
         + "; ".join(notes),
+    )
+
+
+def topology_placement_failed(pod_set: str, why: str) -> PendingReason:
+    return PendingReason(
+        PendingKind.TOPOLOGY_PLACEMENT_FAILED,
+        f"couldn't assign flavors to pod set {pod_set}: {why}",
     )
 
 

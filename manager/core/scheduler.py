@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from manager.core import fairsharing, quota, reasons
+from manager.core import fairsharing, quota, reasons, tas_admission
 from manager.core.cache import AdmittedWorkload, Cache, ClusterQueueState
 from manager.core.decisions import Admit, Preempt, Victim
 from manager.core.flavorassigner import Assignment, FlavorAssigner, Mode
@@ -237,7 +237,9 @@ class Scheduler:
             self.cache.flavors,
             preemptor,
             can_preempt_while_borrowing=self._can_preempt_while_borrowing(cq),
+            topologies=self.cache.tas.topologies,
         ).assign()
+        self._place_by_topology(assignment, cq)
         entry.assignment = assignment
         if assignment.mode is Mode.PREEMPT:
             entry.targets = preemptor.targets(assignment.usage, assignment.frs_needing_preemption())
@@ -255,6 +257,42 @@ class Scheduler:
             self._no_way_in[cq.spec.name] = _NoWayIn(key, assignment, entry.reason, entry.share)
         return entry
 
+    def _place_by_topology(self, assignment: Assignment, cq: ClusterQueueState) -> None:
+        """Pod sets placed by topology get their domains, or the workload none of its
+        flavors (upstream: TAS runs once flavors are found; with preemption ahead, only
+        whether the pods could ever be placed is asked)."""
+        if assignment.mode is Mode.NO_FIT:
+            return
+        placed = tas_admission.place(
+            [
+                (ps.pod_set, {r: c.flavor for r, c in ps.flavors.items()})
+                for ps in assignment.pod_sets
+            ],
+            cq.spec,
+            self.cache.flavors,
+            self.cache.tas,
+            simulate_empty=assignment.mode is Mode.PREEMPT,
+        )
+        if placed.reason is not None:
+            assignment.mode, assignment.reason = Mode.NO_FIT, placed.reason
+            return
+        if assignment.mode is Mode.FIT:
+            assignment.topology = placed.assignments
+        assignment.delayed_topology = placed.delayed
+
+    def _topology_still_fits(self, assignment: Assignment) -> bool:
+        if not assignment.topology:
+            return True
+        return tas_admission.still_fits(
+            [
+                (ps.pod_set, {r: c.flavor for r, c in ps.flavors.items()})
+                for ps in assignment.pod_sets
+            ],
+            assignment.topology,
+            self.cache.flavors,
+            self.cache.tas,
+        )
+
     def _nomination_key(self, head: PendingWorkload, cq: ClusterQueueState) -> tuple[object, ...]:
         """Everything a nomination reads, but the namespace (checked first): the state of
         the cohort tree, the workload's shape and priority, and its queue time where the
@@ -265,6 +303,7 @@ class Scheduler:
         )
         return (
             self.cache.tree_version(cq),
+            self.cache.tas.version,
             head.shape,
             head.workload.priority,
             head.order_time if newer_matters else None,
@@ -340,7 +379,7 @@ class Scheduler:
                     )
                 )
             return
-        if not cycle.fits(self.cache, cq, usage, []):
+        if not cycle.fits(self.cache, cq, usage, []) or not self._topology_still_fits(assignment):
             entry.outcome = Outcome.RETRY
             entry.reason = reasons.retry(
                 "no longer fits after another workload was admitted in this cycle"

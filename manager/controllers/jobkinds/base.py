@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from manager.controllers import taspods
 from manager.controllers import workloadstatus as ws
 from manager.kube.api import KubeApi
 from manager.kube.resources import Resource
@@ -57,6 +58,11 @@ class PodSetPlacement:
 
     node_selector: Mapping[str, str]
     tolerations: list[Obj]
+    labels: Mapping[str, str] | None = None
+    annotations: Mapping[str, str] | None = None
+    scheduling_gates: list[Obj] | None = None
+    """The template's labels, annotations and scheduling gates, exactly; None leaves them
+    as they are (only a pod set placed by topology changes them: taspods.py)."""
 
 
 class JobKind(ABC):
@@ -153,6 +159,14 @@ class JobKind(ABC):
             spec = pod_set.template.setdefault("spec", {})
             _set_or_drop(spec, "nodeSelector", dict(placement.node_selector))
             _set_or_drop(spec, "tolerations", list(placement.tolerations))
+            if placement.scheduling_gates is not None:
+                _set_or_drop(spec, "schedulingGates", list(placement.scheduling_gates))
+            if placement.labels is not None or placement.annotations is not None:
+                meta = pod_set.template.setdefault("metadata", {})
+                if placement.labels is not None:
+                    _set_or_drop(meta, "labels", dict(placement.labels))
+                if placement.annotations is not None:
+                    _set_or_drop(meta, "annotations", dict(placement.annotations))
         return changed
 
     def run_patches(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> list[Obj]:
@@ -182,10 +196,18 @@ class JobKind(ABC):
 
     def workload_pod_sets(self, job: Obj) -> list[Obj]:
         """The Workload's ``spec.podSets`` for this job."""
-        return [
-            {"name": ps.name, "count": max(ps.count, 1), "template": copy.deepcopy(ps.template)}
-            for ps in self.pod_sets(job)
-        ]
+        pod_sets = []
+        for ps in self.pod_sets(job):
+            pod_set: Obj = {
+                "name": ps.name,
+                "count": max(ps.count, 1),
+                "template": copy.deepcopy(ps.template),
+            }
+            request = taspods.topology_request(ps.template)
+            if request is not None:
+                pod_set["topologyRequest"] = request
+            pod_sets.append(pod_set)
+        return pod_sets
 
 
 def outcome_of_conditions(job: Obj, succeeded: str, failed: str, kind: str) -> Outcome | None:

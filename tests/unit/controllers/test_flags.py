@@ -47,3 +47,12 @@ def test_the_cluster_state_builds_its_core_with_fair_sharing() -> None:
     state = ClusterState(object(), fair_sharing=config)  # type: ignore[arg-type]
     assert state.core.fair_sharing is config
     assert ClusterState(object()).core.fair_sharing is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("parse", [manager_args, shim_args])
+def test_topology_aware_scheduling_is_off_by_default_and_on_when_asked(parse: object) -> None:
+    """On, the cluster's Topologies, Nodes and Pods are watched (docs/tas.md)."""
+    assert callable(parse)
+    assert parse(KUBECONFIG).controller_settings.topology_aware is False
+    settings = parse([*KUBECONFIG, "--topology-aware-scheduling"]).controller_settings
+    assert settings.topology_aware is True

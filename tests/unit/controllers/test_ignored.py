@@ -34,7 +34,7 @@ def test_upstream_multikueue_s_bare_topology_request_is_kept_and_not_told() -> N
     assert ignored.workload_notes(wl) == []
 
 
-def test_a_real_topology_request_an_execution_limit_and_gates_are_told() -> None:
+def test_an_execution_limit_and_gates_are_told_and_a_topology_request_is_acted_on() -> None:
     wl = workload(
         pod_set={"topologyRequest": {"required": "cloud.example.com/rack"}},
         maximumExecutionTimeSeconds=600,
@@ -42,11 +42,9 @@ def test_a_real_topology_request_an_execution_limit_and_gates_are_told() -> None
     )
     Workload.model_validate(wl)  # stored as upstream writes them
     assert [reason for reason, _ in ignored.workload_notes(wl)] == [
-        "TopologyRequestIgnored",
         "MaximumExecutionTimeIgnored",
         "PreemptionGatesIgnored",
     ]
-    assert "required=cloud.example.com/rack" in ignored.workload_notes(wl)[0][1]
 
 
 def test_a_cluster_queue_s_admission_fair_sharing_and_concurrent_admission_are_told() -> None:
@@ -69,7 +67,6 @@ def test_a_cluster_queue_s_admission_fair_sharing_and_concurrent_admission_are_t
     assert ignored.cluster_queue_notes(cq) == []
 
 
-def test_a_flavor_s_topology_is_told() -> None:
+def test_a_flavor_s_topology_is_acted_on_not_told() -> None:
     flavor = {"metadata": {"name": "h100"}, "spec": {"topologyName": "default"}}
-    assert [r for r, _ in ignored.flavor_notes(flavor)] == ["TopologyIgnored"]
-    assert ignored.flavor_notes({"metadata": {"name": "h100"}, "spec": {}}) == []
+    assert ignored.flavor_notes(flavor) == []

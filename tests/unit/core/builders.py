@@ -42,6 +42,7 @@ from manager.core import (
     Taint,
     TaintEffect,
     Toleration,
+    TopologyRequest,
     Workload,
     WorkloadKey,
 )
@@ -128,6 +129,9 @@ class WorkloadBuilder:
 
     def toleration(self, toleration: Toleration) -> Self:
         return self._edit(tolerations=(*self._pod_sets[-1].tolerations, toleration))
+
+    def topology(self, request: TopologyRequest) -> Self:
+        return self._edit(topology_request=request)
 
     def _edit(self, **changes: object) -> Self:
         self._pod_sets[-1] = replace(self._pod_sets[-1], **changes)  # type: ignore[arg-type]
