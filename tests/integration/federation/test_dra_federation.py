@@ -452,3 +452,82 @@ async def test_d_failover_of_a_running_dra_job_releases_then_allocates_never_bot
         f"cut to allocated on {other}: {allocated_after:.1f}s; "
         f"claims first seen {claims.seen_on}"
     )
+
+
+def refused_template(name: str, *, device_class: str = H100, all_devices: bool = False) -> Obj:
+    body = template(name, 1)
+    exactly = body["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    exactly["deviceClassName"] = device_class
+    if all_devices:
+        del exactly["count"]
+        exactly["allocationMode"] = "All"
+    return body
+
+
+def job_claiming(name: str, template_name: str) -> Obj:
+    job = dra_job(name)
+    job["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = (
+        template_name
+    )
+    return job
+
+
+async def workload_of(api: KubeApi, job_name: str) -> Obj | None:
+    job = await api.get(R.JOBS, job_name, NS)
+    try:
+        return await api.get(
+            R.WORKLOADS, ws.workload_name_for_job(job_name, job["metadata"]["uid"]), NS
+        )
+    except errors.NotFound:
+        return None
+
+
+async def test_e_a_missing_template_an_unmapped_class_and_all_devices_are_refused_with_reasons(
+    dra_bed: Bed,
+) -> None:
+    """#32 item 6: a template missing on the manager (no Workload until it exists, as kfed
+    documents), a DeviceClass the mapping does not name and ``allocationMode: All`` (each
+    Workload pending, QuotaReserved False with upstream's message): nothing reserved, every
+    Job suspended, nothing created on any worker."""
+    bed = dra_bed
+    await _start(bed)
+    api = bed.manager_api
+    await api.create(
+        R.RESOURCE_CLAIM_TEMPLATES, refused_template("fpga", device_class="fpga.example.com"), NS
+    )
+    await api.create(R.RESOURCE_CLAIM_TEMPLATES, refused_template("every", all_devices=True), NS)
+    await api.create(R.JOBS, job_claiming("unmapped", "fpga"), NS)
+    await api.create(R.JOBS, job_claiming("all-devices", "every"), NS)
+    await api.create(R.JOBS, job_claiming("no-template", "nowhere"), NS)
+
+    expected = {
+        "unmapped": "DeviceClass fpga.example.com is not mapped in DRA configuration",
+        "all-devices": "AllocationMode 'All' is not supported",
+    }
+    for job_name, message in expected.items():
+
+        async def refused(name: str = job_name, text: str = message) -> Obj | None:
+            wl = await workload_of(api, name)
+            if wl is None:
+                return None
+            for cond in ws.status_of(wl).get("conditions") or []:
+                if cond["type"] == "QuotaReserved" and cond["status"] == "False":
+                    return wl if text in cond.get("message", "") else None
+            return None
+
+        wl = await wait_for(refused, timeout=60, what=f"{job_name} refused with its reason")
+        assert wl is not None
+        assert not ws.status_of(wl).get("admission"), wl
+
+    # The missing template's job: no Workload, while the others were refused (the same
+    # informers, the same rounds of the job controller).
+    assert await workload_of(api, "no-template") is None
+    for job_name in ("unmapped", "all-devices", "no-template"):
+        job = await api.get(R.JOBS, job_name, NS)
+        assert job["spec"]["suspend"] is True, job_name
+    for worker, worker_api in bed.worker_apis.items():
+        copies = (await worker_api.list(R.WORKLOADS, NS))["items"]
+        jobs = [j["metadata"]["name"] for j in (await worker_api.list(R.JOBS, NS))["items"]]
+        assert not copies and not {"unmapped", "all-devices", "no-template"} & set(jobs), worker
+        for name in ("fpga", "every", "nowhere"):
+            assert await gone(worker_api, R.RESOURCE_CLAIM_TEMPLATES, name), (worker, name)
