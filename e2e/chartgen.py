@@ -19,6 +19,7 @@ tests/integration/deploy/test_chart.py compares those with kustomize's output.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
 GENERATED = REPO / "charts" / "kfed" / "templates" / "generated"
 NAMESPACE = "kueue-system"
-HAND_WRITTEN = {"deployment.yaml", "shim-deployment.yaml", "namespace.yaml"}
-"""Files of a base the chart templates by hand (Deployments) or leaves to Helm (Namespace)."""
+HAND_WRITTEN = {"deployment.yaml", "shim-deployment.yaml", "namespace.yaml", "servicemonitor.yaml"}
+"""Files the chart templates by hand (Deployments; ServiceMonitors, which metrics-secure patches)
+or leaves to Helm (Namespace)."""
 
 SIDE_MANAGER = 'eq .Values.side "manager"'
 SIDE_WORKER = 'eq .Values.side "worker"'
@@ -44,8 +46,13 @@ class Source:
     """When the chart renders its files: a Helm template condition."""
 
 
+SECURE_METRICS = ".Values.observability.secureMetrics"
+PROMETHEUS_OPERATOR = ".Values.observability.prometheusOperator"
+
 SOURCES = [
     Source("roles", ".Values.userRoles.enabled"),
+    # A directory the metrics-secure components list (shared by both sides).
+    Source("observability/metrics-access", SECURE_METRICS),
     Source("manager/base", SIDE_MANAGER),
     Source("worker/base", SIDE_WORKER),
 ]
@@ -58,6 +65,10 @@ COMPONENTS = {
     ),
     "worker/components/drills": f"and ({SIDE_WORKER}) .Values.worker.managerRemote.drills",
     "worker/components/logs": f"and ({SIDE_WORKER}) .Values.worker.managerRemote.logs",
+    "manager/components/metrics-secure": f"and ({SIDE_MANAGER}) {SECURE_METRICS}",
+    "worker/components/metrics-secure": f"and ({SIDE_WORKER}) {SECURE_METRICS}",
+    "manager/components/prometheus": f"and ({SIDE_MANAGER}) {PROMETHEUS_OPERATOR}",
+    "worker/components/prometheus": f"and ({SIDE_WORKER}) {PROMETHEUS_OPERATOR}",
 }
 """Every component of deploy/ and the value that turns it on in the chart."""
 
@@ -66,6 +77,7 @@ OPTIONAL_FILES = {
     "worker/base/networkpolicy.yaml": ".Values.networkPolicy.enabled",
     "manager/base/visibility.yaml": ".Values.manager.visibility.enabled",
     "manager/base/poddisruptionbudget.yaml": ".Values.manager.podDisruptionBudget.enabled",
+    "worker/base/poddisruptionbudget.yaml": ".Values.worker.podDisruptionBudget.enabled",
 }
 """Files of deploy/ the chart can leave out, and the value that keeps them."""
 
@@ -104,8 +116,45 @@ def listed_files(directory: Path) -> list[Path]:
     return files
 
 
-def with_labels(document: list[str], origin: str) -> list[str]:
-    """``document``'s lines with the chart's labels merged into metadata.labels."""
+def component_labels() -> dict[tuple[str, str], list[str]]:
+    """The labels components add to objects of a base by a patch (``op: add`` on
+    ``/metadata/labels/...``), as template lines under the component's condition, by the
+    object's kind and name."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for component, condition in COMPONENTS.items():
+        path = DEPLOY / component / "kustomization.yaml"
+        if not path.exists():
+            continue
+        for patch in yaml.safe_load(path.read_text()).get("patches") or []:
+            target = patch.get("target") or {}
+            ops = yaml.safe_load(patch.get("patch") or "[]")
+            if not isinstance(ops, list) or "kind" not in target or "name" not in target:
+                continue
+            labels = {
+                op["path"].removeprefix(LABEL_PATH).replace("~1", "/").replace("~0", "~"): op[
+                    "value"
+                ]
+                for op in ops
+                if op.get("op") == "add" and op.get("path", "").startswith(LABEL_PATH)
+            }
+            if labels:
+                found.setdefault((target["kind"], target["name"]), []).extend(
+                    [
+                        f"    {{{{- if {condition} }}}}",
+                        *(f"    {line}" for line in yaml.safe_dump(labels).splitlines()),
+                        "    {{- end }}",
+                    ]
+                )
+    return found
+
+
+LABEL_PATH = "/metadata/labels/"
+
+
+def with_labels(document: list[str], origin: str, extra: list[str] | None = None) -> list[str]:
+    """``document``'s lines with the chart's labels (and ``extra`` label lines) merged into
+    metadata.labels."""
+    added = [f"    {LABELS}", *(extra or [])]
     try:
         start = document.index("metadata:")
     except ValueError:
@@ -115,18 +164,19 @@ def with_labels(document: list[str], origin: str) -> list[str]:
         end += 1
     for i in range(start + 1, end):
         if document[i].rstrip() == "  labels:":
-            return [*document[: i + 1], f"    {LABELS}", *document[i + 1 :]]
+            return [*document[: i + 1], *added, *document[i + 1 :]]
         if document[i].startswith("  labels:"):
             raise ChartGenError(f"{origin}: write metadata.labels as a block, one per line")
-    return [*document[: start + 1], "  labels:", f"    {LABELS}", *document[start + 1 :]]
+    return [*document[: start + 1], "  labels:", *added, *document[start + 1 :]]
 
 
 def template_of(path: Path, condition: str, *, origin: str | None = None) -> str:
     """``path``'s objects as a template rendered when ``condition`` holds."""
     text = path.read_text()
     origin = origin or str(path.relative_to(REPO))
-    if "{{" in text:
-        raise ChartGenError(f"{origin}: holds `{{{{`, which Helm would read as a template")
+    # Prometheus's own templates (`{{ $labels.x }}` in a PrometheusRule) reach the output as
+    # written: each delimiter becomes an action that prints it.
+    text = re.sub(r"\{\{|\}\}", lambda m: f"{{{{`{m.group()}`}}}}", text)
     lines = [
         line.replace(NAMESPACE, "{{ .Release.Namespace }}")
         if not line.lstrip().startswith("#")
@@ -139,15 +189,21 @@ def template_of(path: Path, condition: str, *, origin: str | None = None) -> str
             documents.append([])
         else:
             documents[-1].append(line)
+    labels = component_labels()
+
+    def extra(doc: list[str]) -> list[str]:
+        obj = yaml.safe_load("\n".join(doc).replace("{{ .Release.Namespace }}", NAMESPACE))
+        return labels.get((obj.get("kind", ""), obj.get("metadata", {}).get("name", "")), [])
+
     body = "\n---\n".join(
-        "\n".join(with_labels(doc, origin))
+        "\n".join(with_labels(doc, origin, extra(doc)))
         for doc in documents
         if any(line and not line.lstrip().startswith("#") for line in doc)
     )
-    extra = (
+    optional = (
         OPTIONAL_FILES.get(str(path.relative_to(DEPLOY))) if path.is_relative_to(DEPLOY) else None
     )
-    test = f"and ({condition}) {extra}" if extra else condition
+    test = f"and ({condition}) {optional}" if optional else condition
     return (
         f"{{{{- /* Generated from {origin} by `python -m e2e.chartgen` (make chart): edit "
         "that file, not this one. */}}\n"

@@ -22,8 +22,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.webhook.registerHost (eq .Values.webhook.certificates "cert-manager") }}
 {{- fail "webhook.registerHost: only with webhook.certificates=kfed (with cert-manager the chart registers the webhook by Service)" }}
 {{- end }}
-{{- if not (has .Values.worker.mode (list "full" "no-fencing")) }}
-{{- fail (printf "worker.mode: %q is neither full nor no-fencing" .Values.worker.mode) }}
+{{- if not (has .Values.worker.mode (list "admit" "fence-only" "no-fencing" "")) }}
+{{- fail (printf "worker.mode: %q is not admit, fence-only or no-fencing" .Values.worker.mode) }}
 {{- end }}
 {{- with .Values.manager.failoverPolicy }}
 {{- if not (has . (list "at-most-once" "fast")) }}
@@ -74,6 +74,9 @@ livenessProbe:
   httpGet:
     path: /healthz
     port: metrics
+    {{- if .Values.observability.secureMetrics }}
+    scheme: HTTPS
+    {{- end }}
     {{- with .Values.pod.probeHost }}
     host: {{ . }}
     {{- end }}
@@ -83,10 +86,45 @@ readinessProbe:
   httpGet:
     path: /readyz
     port: metrics
+    {{- if .Values.observability.secureMetrics }}
+    scheme: HTTPS
+    {{- end }}
     {{- with .Values.pod.probeHost }}
     host: {{ . }}
     {{- end }}
   periodSeconds: 5
+{{- end }}
+
+{{/* The ServiceMonitor of one side (observability.prometheusOperator): every replica's
+/metrics through the side's Service; HTTPS with Prometheus's ServiceAccount token when
+observability.secureMetrics (the prometheus and metrics-secure components of deploy/). */}}
+{{- define "kfed.serviceMonitor" -}}
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "kfed.labels" .root | nindent 4 }}
+    release: kube-prometheus-stack
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .name }}
+  namespaceSelector:
+    matchNames: [{{ .root.Release.Namespace }}]
+  endpoints:
+    - port: metrics
+      path: /metrics
+      interval: 30s
+      {{- if .root.Values.observability.secureMetrics }}
+      scheme: https
+      bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+      tlsConfig:
+        insecureSkipVerify: true
+      {{- else }}
+      scheme: http
+      {{- end }}
 {{- end }}
 
 {{/* The pod template's annotations: Prometheus' (observability.prometheusAnnotations) and
@@ -97,6 +135,9 @@ readinessProbe:
 {{- $_ := set $annotations "prometheus.io/scrape" "true" }}
 {{- $_ := set $annotations "prometheus.io/port" (toString .port) }}
 {{- $_ := set $annotations "prometheus.io/path" "/metrics" }}
+{{- if .root.Values.observability.secureMetrics }}
+{{- $_ := set $annotations "prometheus.io/scheme" "https" }}
+{{- end }}
 {{- end }}
 {{- with .extra }}
 {{- $annotations = merge $annotations . }}

@@ -38,6 +38,22 @@ AS_OVERLAY: dict[str, tuple[str, ...]] = {
     "worker/overlays/drills": ("--set", "side=worker", "--set", "worker.managerRemote.drills=true"),
     "worker/overlays/logs": ("--set", "side=worker", "--set", "worker.managerRemote.logs=true"),
     "worker/overlays/testbed": (*REAL_NODE, "-f", str(TESTBED_VALUES / "worker-values.yaml")),
+    "manager/overlays/prometheus": (
+        "--set",
+        "observability.prometheusOperator=true",
+        "--set",
+        "observability.secureMetrics=true",
+    ),
+    "worker/overlays/prometheus": (
+        "--set",
+        "side=worker",
+        "--set",
+        "observability.prometheusOperator=true",
+        "--set",
+        "observability.secureMetrics=true",
+    ),
+    # Without CRDs and Namespace, as the chart always is (kfed-crds and --create-namespace).
+    "worker/overlays/fence-only": ("--set", "side=worker", "--set", "worker.mode=fence-only"),
 }
 """Each overlay of deploy/ and the values that render the same objects."""
 TRACING = {
@@ -160,6 +176,33 @@ def test_the_worker_mode_and_its_extra_args_reach_the_shim() -> None:
 
     assert args.no_fencing is True and args.workers == 8
     assert not [o for o in objects if o["metadata"]["name"].startswith("kfed-manager-webhook")]
+
+
+def test_the_worker_shim_runs_two_leader_electing_replicas_or_fences_only() -> None:
+    default = template("--set", "side=worker")
+    fence_only = template("--set", "side=worker", "--set", "worker.mode=fence-only")
+    args = shim_main.parse_args(container_args(default, "kfed-worker-shim"))
+
+    assert find(default, "Deployment", "kfed-worker-shim")["spec"]["replicas"] == 2
+    assert args.leader_elect is True and args.mode.value == "admit"
+    assert find(default, "PodDisruptionBudget", "kfed-worker-shim")["spec"]["minAvailable"] == 1
+    assert (
+        shim_main.parse_args(container_args(fence_only, "kfed-worker-shim")).mode.value
+        == "fence-only"
+    )
+    without_pdb = template(
+        "--set", "side=worker", "--set", "worker.podDisruptionBudget.enabled=false"
+    )  # fmt: skip
+    assert not [o for o in without_pdb if o["kind"] == "PodDisruptionBudget"]
+
+
+def test_secure_metrics_without_prometheus_operator_objects() -> None:
+    objects = template("--set", "observability.secureMetrics=true")
+    args = manager_main.parse_args(container_args(objects, "kfed-manager"))
+
+    assert args.metrics_secure is True
+    assert not [o for o in objects if o["kind"] in {"ServiceMonitor", "PrometheusRule"}]
+    assert find(objects, "ClusterRoleBinding", "kfed-manager-metrics-auth")
 
 
 def test_manager_config_writes_the_file_the_manager_reads(tmp_path: Path) -> None:

@@ -61,13 +61,30 @@ def test_an_optional_file_of_deploy_is_rendered_when_its_value_says() -> None:
     assert '{{- if and (eq .Values.side "worker") .Values.networkPolicy.enabled }}' in text
 
 
-def test_flow_style_labels_and_template_braces_are_refused(tmp_path: Path) -> None:
+def test_flow_style_labels_are_refused(tmp_path: Path) -> None:
     flow = tmp_path / "a.yaml"
     flow.write_text("kind: Role\nmetadata:\n  name: a\n  labels: {a: b}\n")
-    braces = tmp_path / "b.yaml"
-    braces.write_text("kind: Role\nmetadata:\n  name: '{{ x }}'\n")
 
     with pytest.raises(chartgen.ChartGenError, match="as a block"):
         chartgen.template_of(flow, "true", origin="a.yaml")
-    with pytest.raises(chartgen.ChartGenError, match="template"):
-        chartgen.template_of(braces, "true", origin="b.yaml")
+
+
+def test_template_braces_are_printed_as_written(tmp_path: Path) -> None:
+    # A PrometheusRule's `{{ $labels.x }}`: tests/integration/deploy/test_chart.py checks
+    # that Helm renders it unchanged (overlays/prometheus).
+    braces = tmp_path / "b.yaml"
+    braces.write_text("kind: Role\nmetadata:\n  name: '{{ x }}'\n")
+
+    text = chartgen.template_of(braces, "true", origin="b.yaml")
+
+    assert "name: '{{`{{`}} x {{`}}`}}'" in text
+
+
+def test_labels_a_component_patches_in_follow_its_value() -> None:
+    text = chartgen.rendered()[chartgen.GENERATED / "manager-service.yaml"]
+
+    assert (
+        '    {{- if and (eq .Values.side "manager") .Values.observability.prometheusOperator }}\n'
+        "    app.kubernetes.io/name: kfed-manager\n"
+        "    {{- end }}\n"
+    ) in text
