@@ -17,6 +17,7 @@ import yaml
 
 from e2e.local.federation import LocalFederation
 from e2e.local.proxy import CuttableProxy
+from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.registration import multikueue_cluster
 from manager.controllers.runtime import ClusterController
@@ -171,6 +172,11 @@ class Bed:
             self.webhook = ManagerWebhook(self.manager_api, register_url_host="127.0.0.1")
             self._start("webhook", self.webhook.run())
             await asyncio.wait_for(self.webhook.started.wait(), 30)
+            await wait_for(
+                lambda: webhook_called(self.manager_api),
+                timeout=60,
+                what="the apiserver calling the manager's webhook",
+            )
         return self.manager
 
     async def stop(self, name: str) -> None:
@@ -187,6 +193,34 @@ class Bed:
             self.webhook = None
         for name in list(self.tasks):
             await self.stop(name)
+
+
+async def webhook_called(api: KubeApi) -> bool:
+    """Does the apiserver call the webhook yet? A freshly written webhook configuration takes
+    a moment (longer under load) to reach its admission chain, and a Job created before
+    then is never mutated: it keeps no ``managedBy`` and the check rejects it. A dry-run
+    queued Job comes back suspended once the webhook answers."""
+    probe = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "kfed-webhook-probe", "labels": {C.QUEUE_NAME_LABEL: "probe"}},
+        "spec": {
+            "suspend": False,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "probe", "image": "busybox"}],
+                }
+            },
+        },
+    }
+    try:
+        created = await api.request(
+            "POST", R.JOBS.path("default"), query={"dryRun": "All"}, body=probe
+        )
+    except errors.KubeError:
+        return False  # 503 while its queue view loads: ask again
+    return bool(created["spec"].get("suspend"))
 
 
 def _fields(settings: FederationSettings) -> dict[str, Any]:

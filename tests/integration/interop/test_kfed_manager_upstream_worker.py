@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from e2e.waiting import wait_for
+from e2e.waiting import WaitTimeout, wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
+from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.informer import Event
@@ -104,9 +105,16 @@ async def test_kfed_manager_runs_the_article_jobs_on_a_worker_running_upstream_k
             await wait_for(lambda: there.nodes["a-deleted"], timeout=60, what="its pod bound")
             await manager.delete(R.JOBS, "a-deleted", NS, propagation="Foreground")
             copy_name = running["metadata"]["name"]
-            await wait_for(
-                lambda: there.deleted[copy_name] == 1, timeout=60, what="its copy collected"
-            )
+            # A chain of controllers on two loaded clusters (the manager's garbage collector,
+            # kfed, upstream Kueue and the worker's garbage collector): a generous deadline,
+            # and where it stopped if it is missed.
+            try:
+                await wait_for(
+                    lambda: there.deleted[copy_name] >= 1, timeout=120, what="its copy collected"
+                )
+            except WaitTimeout as err:
+                raise AssertionError(f"{err}; {await deletion_chain(bed, copy_name)}") from err
+            assert there.created[copy_name] == there.deleted[copy_name] == 1
             await wait_for(
                 lambda: remote_job_gone(bed.worker_apis[KUEUE_WORKER], "a-deleted"),
                 timeout=60,
@@ -117,6 +125,25 @@ async def test_kfed_manager_runs_the_article_jobs_on_a_worker_running_upstream_k
         )
     finally:
         await maintenance(manager, KFED_WORKER, None)
+
+
+async def deletion_chain(bed: Bed, workload: str) -> str:
+    """Where the deletion of a placed job stands: its workload on the manager and its copy and
+    Job on upstream Kueue's worker (finalizers and deletion timestamps)."""
+
+    async def state(api: KubeApi, res: R.Resource, name: str) -> str:
+        try:
+            meta = (await api.get(res, name, NS))["metadata"]
+        except errors.NotFound:
+            return "gone"
+        return f"deleting={meta.get('deletionTimestamp')} finalizers={meta.get('finalizers')}"
+
+    worker = bed.worker_apis[KUEUE_WORKER]
+    jobs = [j["metadata"]["name"] for j in (await worker.list(R.JOBS, NS))["items"]]
+    return (
+        f"manager workload: {await state(bed.manager_api, R.WORKLOADS, workload)}; "
+        f"worker copy: {await state(worker, R.WORKLOADS, workload)}; worker jobs: {jobs}"
+    )
 
 
 async def remote_job_gone(api: KubeApi, name: str) -> bool:
