@@ -134,7 +134,12 @@ async def start_manager(
 
 
 async def holder(api: KubeApi) -> str | None:
-    lease = await api.get(R.LEASES, LEASE, NAMESPACE)
+    """Who holds the manager's Lease: None before any replica has created it (a replica
+    serves /readyz before its first election, so a caller may ask that early)."""
+    try:
+        lease = await api.get(R.LEASES, LEASE, NAMESPACE)
+    except errors.NotFound:
+        return None
     return str(lease["spec"].get("holderIdentity") or "") or None
 
 
