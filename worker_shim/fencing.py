@@ -44,6 +44,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from manager.api import constants as C
+from manager.api.view import labels_of
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
@@ -256,7 +257,7 @@ class Fencing:
         count = 0
         for obj in self.state.workloads.items():
             meta = obj["metadata"]
-            origin = (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
+            origin = labels_of(obj).get(C.MULTIKUEUE_ORIGIN_LABEL)
             if origin not in silences or not ws.is_active(obj) or ws.is_finished(obj):
                 continue
             if silences[origin] < fence_after(obj, self._lease_duration(origin)):
@@ -294,7 +295,7 @@ class Fencing:
                 jmeta = job["metadata"]
                 if (
                     jmeta.get("namespace") == namespace
-                    and (jmeta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) == workload
+                    and labels_of(job).get(C.PREBUILT_WORKLOAD_LABEL) == workload
                 ):
                     found.append((kind, job))
         return found

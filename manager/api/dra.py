@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from manager.api import dracel, dracounters, draextended
+from manager.api import dracel, dracounters, draextended, view
 from manager.api.dracounters import CounterSource
 
 Obj = dict[str, Any]
@@ -238,7 +238,7 @@ def _counter_sources(raw: object, at: str, problems: list[str]) -> list[CounterS
             problems.append(f"{cat}: must be {{name, driver, deviceSelector}}")
             continue
         name, driver = counter.get("name"), counter.get("driver")
-        selector = ((counter.get("deviceSelector") or {}).get("cel") or {}).get("expression")
+        selector = view.at(counter, "deviceSelector", "cel").get("expression")
         ok = True
         if not isinstance(name, str) or not name:
             problems.append(f"{cat}.name: Required value")
@@ -328,8 +328,8 @@ class DeviceCatalogue:
 
 
 def _claims(pod_set: Mapping[str, Any]) -> list[Obj]:
-    spec = (pod_set.get("template") or {}).get("spec") or {}
-    return [c for c in spec.get("resourceClaims") or [] if isinstance(c, dict)]
+    claims = view.items(pod_set, "template", "spec", "resourceClaims")
+    return [c for c in claims if isinstance(c, dict)]
 
 
 def template_names(pod_sets: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -366,9 +366,8 @@ def devices_per_class(template: Mapping[str, Any]) -> dict[str, int]:
     ``exactly``, ``allocationMode: All`` (or a mode it does not know). ``adminAccess``
     requests are free (they observe devices others hold); ``selectors`` narrow the devices
     but not their number, so they count as written."""
-    claim_spec = (template.get("spec") or {}).get("spec") or {}
     out: dict[str, int] = {}
-    for i, request in enumerate((claim_spec.get("devices") or {}).get("requests") or []):
+    for i, request in enumerate(view.items(template, "spec", "spec", "devices", "requests")):
         at = f"devices.requests[{i}]"
         if request.get("firstAvailable") is not None:
             raise _Unsupported(at, None, "FirstAvailable device selection is not supported")
@@ -564,8 +563,8 @@ def _counted_by_counters(
         if template is None:
             continue
         claim_at = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
-        claim_spec = (template.get("spec") or {}).get("spec") or {}
-        for k, request in enumerate((claim_spec.get("devices") or {}).get("requests") or []):
+        requests = view.items(template, "spec", "spec", "devices", "requests")
+        for k, request in enumerate(requests):
             exactly = request.get("exactly")
             if not exactly or exactly.get("adminAccess"):
                 continue

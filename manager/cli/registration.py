@@ -20,6 +20,7 @@ import yaml
 
 from manager.api import constants as C
 from manager.api import federated
+from manager.api.view import at, items, labels_of
 from manager.cli.common import CliError, connect_dict, from_kube_error, usage_error
 from manager.cli.tables import amount
 from manager.controllers import conditions
@@ -161,8 +162,8 @@ async def _ensure_namespace(api: KubeApi, namespace: str, rollback: Rollback) ->
 
 def _secret_fields(obj: Obj) -> tuple[str | None, str | None]:
     """What a registration sets on a Secret: its managed-by label and its kubeconfig."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    data = obj.get("data") or {}
+    labels = labels_of(obj)
+    data = at(obj, "data")
     return labels.get(MANAGED_BY_LABEL), data.get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
 
 
@@ -230,7 +231,7 @@ async def _upsert_cluster(api: KubeApi, name: str, secret: str, rollback: Rollba
         rollback.add(f"delete MultiKueueCluster {name}", delete)
         return f"created MultiKueueCluster {name}"
     existing = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-    before = (existing.get("spec") or {}).get("clusterSource")
+    before = at(existing, "spec").get("clusterSource")
     ours = body["spec"]["clusterSource"]
     if before == ours:
         return f"MultiKueueCluster {name} unchanged"
@@ -243,7 +244,7 @@ async def _upsert_cluster(api: KubeApi, name: str, secret: str, rollback: Rollba
     async def restore() -> str:
         for _ in range(_CONFLICT_ATTEMPTS):
             current = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-            if (current.get("spec") or {}).get("clusterSource") != ours:
+            if at(current, "spec").get("clusterSource") != ours:
                 return f"kept MultiKueueCluster {name}: changed since by someone else"
             spec = current.setdefault("spec", {})
             if before is None:
@@ -287,15 +288,13 @@ async def _edit_config(
             except errors.AlreadyExists:
                 continue
             return f"created MultiKueueConfig {config} with {', '.join(clusters)}", clusters
-        before = [str(c) for c in (obj.get("spec") or {}).get("clusters") or []]
+        before = [str(c) for c in items(obj, "spec", "clusters")]
         after = edit(before)
         if after == before:
             return f"MultiKueueConfig {config} unchanged", after
         try:
             if not after:
-                await api.delete(
-                    R.MULTIKUEUE_CONFIGS, config, uid=(obj.get("metadata") or {}).get("uid")
-                )
+                await api.delete(R.MULTIKUEUE_CONFIGS, config, uid=at(obj, "metadata").get("uid"))
                 return f"deleted MultiKueueConfig {config} (it listed no other cluster)", after
             obj.setdefault("spec", {})["clusters"] = after
             await api.replace(R.MULTIKUEUE_CONFIGS, obj)
@@ -384,7 +383,7 @@ def rollback_summary(name: str, undone: list[str], failed: list[str]) -> str:
 
 
 def active_condition(mk_cluster: Mapping[str, Any]) -> Obj | None:
-    return conditions.find((mk_cluster.get("status") or {}).get("conditions"), C.ACTIVE)
+    return conditions.find(at(mk_cluster, "status").get("conditions"), C.ACTIVE)
 
 
 def describe_active(condition: Mapping[str, Any] | None) -> str:
@@ -487,7 +486,7 @@ class ClusterRow:
 def cluster_rows(mk_clusters: list[Obj], mk_configs: list[Obj]) -> list[ClusterRow]:
     member_of: dict[str, list[str]] = {}
     for config in sorted(mk_configs, key=lambda c: str(c["metadata"]["name"])):
-        for cluster in (config.get("spec") or {}).get("clusters") or []:
+        for cluster in items(config, "spec", "clusters"):
             member_of.setdefault(str(cluster), []).append(str(config["metadata"]["name"]))
     rows = []
     for obj in sorted(mk_clusters, key=lambda c: str(c["metadata"]["name"])):
@@ -525,7 +524,7 @@ async def unregister(api: KubeApi, name: str, *, namespace: str) -> list[str]:
         mk_cluster = None
     for config in (await api.list(R.MULTIKUEUE_CONFIGS))["items"]:
         config_name = str(config["metadata"]["name"])
-        if name in ((config.get("spec") or {}).get("clusters") or []):
+        if name in items(config, "spec", "clusters"):
             edited = await _edit_config(
                 api, config_name, lambda names: [n for n in names if n != name], create=False
             )
@@ -543,8 +542,7 @@ async def unregister(api: KubeApi, name: str, *, namespace: str) -> list[str]:
         # No MultiKueueCluster: only delete a Secret of that name that kfed created.
         try:
             obj = await api.get(R.SECRETS, name, namespace)
-            labels = (obj.get("metadata") or {}).get("labels") or {}
-            if labels.get(MANAGED_BY_LABEL) == MANAGED_BY:
+            if labels_of(obj).get(MANAGED_BY_LABEL) == MANAGED_BY:
                 secret = name
         except errors.NotFound:
             pass

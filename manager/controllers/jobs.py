@@ -24,6 +24,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import dra
+from manager.api.view import annotations_of, at, items, labels_of
 from manager.controllers import devicecatalogue, spans, taspods
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
@@ -47,7 +48,7 @@ Obj = dict[str, Any]
 
 
 def queue_name(job: Obj) -> str | None:
-    return ((job.get("metadata") or {}).get("labels") or {}).get(C.QUEUE_NAME_LABEL)
+    return labels_of(job).get(C.QUEUE_NAME_LABEL)
 
 
 def workload_for_job(
@@ -85,12 +86,10 @@ def workload_for_job(
         },
         "spec": {"queueName": queue_name(job), "podSets": pod_sets},
     }
-    wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
+    wpc = labels_of(job).get(C.PRIORITY_CLASS_LABEL)
     value = priority_class_value(wpc) if wpc else None
     pod_priorities = [
-        int(p)
-        for ps in pod_sets
-        if (p := ((ps.get("template") or {}).get("spec") or {}).get("priority")) is not None
+        int(p) for ps in pod_sets if (p := at(ps, "template", "spec").get("priority")) is not None
     ]
     if wpc and value is not None:
         ref = {"group": C.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}
@@ -179,7 +178,7 @@ class JobController:
 
     def _on_job(self, event: Event) -> None:
         if event.type == "DELETED":
-            prebuilt = (event.obj["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+            prebuilt = labels_of(event.obj).get(C.PREBUILT_WORKLOAD_LABEL)
             if queue_name(event.obj) and not prebuilt:
                 self.queue.add(f"deleted:{self._key(event.obj)}")
             elif prebuilt and self.kind.outcome(event.obj) is not None:
@@ -217,7 +216,7 @@ class JobController:
         if wl is None:
             if outcome is None:
                 await self._keep_suspended(job)
-                if not (job["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL):
+                if not labels_of(job).get(C.PREBUILT_WORKLOAD_LABEL):
                     return await self._create_workload(job)
             return None
         if outcome is not None:
@@ -238,7 +237,7 @@ class JobController:
             return None
         # A fenced job stays stopped even while this cache still holds its copy active:
         # another replica of the shim may have fenced it a moment ago (docs/operations.md).
-        fenced = C.FENCED_ANNOTATION in (job["metadata"].get("annotations") or {})
+        fenced = C.FENCED_ANNOTATION in annotations_of(job)
         if runnable and suspended and not fenced:
             await self._start(job, wl)
         elif not runnable and not suspended:
@@ -255,7 +254,7 @@ class JobController:
         holding quota, it stays where it was admitted, and the job is told. True when the
         Workload was moved (its event brings us back)."""
         wanted = queue_name(job)
-        current = (wl.get("spec") or {}).get("queueName")
+        current = at(wl, "spec").get("queueName")
         if not wanted or wanted == current:
             return False
         meta = job["metadata"]
@@ -283,7 +282,7 @@ class JobController:
 
     def _trace_finish(self, job: Obj, wl: Obj, succeeded: bool, message: str) -> None:
         """A worker records how its copy ran; the manager records the end of the story."""
-        role, status = self.role, job.get("status") or {}
+        role, status = self.role, at(job, "status")
         outcome = {"kfed.succeeded": succeeded, "kfed.message": message}
         error = None if succeeded else message
         if role == "manager":
@@ -343,7 +342,7 @@ class JobController:
         if device_charge is not None:
             with_device_charge(body, device_charge)
         body["metadata"]["annotations"][tracing.TRACEPARENT_ANNOTATION] = self._start_trace(job)
-        wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
+        wpc = labels_of(job).get(C.PRIORITY_CLASS_LABEL)
         if wpc and "priorityClassRef" not in body["spec"]:
             log.warning(
                 "%s %s/%s names WorkloadPriorityClass %s, which does not exist; "
@@ -406,7 +405,7 @@ class JobController:
             "kfed.job.kind": self.kind.resource.kind,
             "kueue.local_queue": queue_name(job),
         }
-        if (meta.get("annotations") or {}).get(tracing.TRACEPARENT_ANNOTATION):
+        if annotations_of(job).get(tracing.TRACEPARENT_ANNOTATION):
             tracing.record(
                 "submit", job, start=meta.get("creationTimestamp"), attributes=attributes
             )
@@ -419,25 +418,25 @@ class JobController:
         """Per pod set: the nodeSelector and tolerations it runs with under this admission
         (its submitted ones, plus its flavors' and its admission checks' podSetUpdates)."""
         submitted = _submitted(wl)
-        admission = ws.status_of(wl).get("admission") or {}
+        admission = at(ws.status_of(wl), "admission")
         updates: dict[str, list[Obj]] = {}
-        for check in ws.status_of(wl).get("admissionChecks") or []:
-            for update in check.get("podSetUpdates") or []:
+        for check in items(ws.status_of(wl), "admissionChecks"):
+            for update in items(check, "podSetUpdates"):
                 updates.setdefault(str(update.get("name", "")), []).append(update)
         result = {}
-        for psa in admission.get("podSetAssignments") or []:
+        for psa in items(admission, "podSetAssignments"):
             name = str(psa.get("name", ""))
             base = submitted.get(name, PodSetPlacement({}, []))
             selector, tolerations = dict(base.node_selector), list(base.tolerations)
             sources = [
-                (self.state.flavors.get(f) or {}).get("spec") or {}
-                for f in sorted(set((psa.get("flavors") or {}).values()))
+                at(self.state.flavors.get(f), "spec")
+                for f in sorted(set(at(psa, "flavors").values()))
             ]
             for fspec in sources:
-                selector.update(fspec.get("nodeLabels") or {})
+                selector.update(at(fspec, "nodeLabels"))
                 tolerations += [t for t in fspec.get("tolerations") or [] if t not in tolerations]
             for update in updates.get(name, []):
-                selector.update(update.get("nodeSelector") or {})
+                selector.update(at(update, "nodeSelector"))
                 tolerations += [t for t in update.get("tolerations") or [] if t not in tolerations]
             placement = PodSetPlacement(selector, tolerations)
             if psa.get("topologyAssignment"):
@@ -486,28 +485,26 @@ def _submitted(wl: Obj) -> dict[str, PodSetPlacement]:
     and for a pod set placed by topology its labels, annotations and scheduling gates too
     (what ``_placed_by_topology`` adds is taken back on eviction)."""
     result = {}
-    for ps in (wl.get("spec") or {}).get("podSets") or []:
-        template = ps.get("template") or {}
-        spec, meta = template.get("spec") or {}, template.get("metadata") or {}
+    for ps in items(wl, "spec", "podSets"):
+        spec, meta = at(ps, "template", "spec"), at(ps, "template", "metadata")
         placement = PodSetPlacement(
-            dict(spec.get("nodeSelector") or {}), list(spec.get("tolerations") or [])
+            dict(at(spec, "nodeSelector")), list(items(spec, "tolerations"))
         )
         if ps.get("topologyRequest") or _admitted_by_topology(wl, str(ps.get("name", ""))):
             placement = dataclasses.replace(
                 placement,
-                labels=dict(meta.get("labels") or {}),
-                annotations=dict(meta.get("annotations") or {}),
-                scheduling_gates=list(spec.get("schedulingGates") or []),
+                labels=dict(at(meta, "labels")),
+                annotations=dict(at(meta, "annotations")),
+                scheduling_gates=list(items(spec, "schedulingGates")),
             )
         result[str(ps.get("name", ""))] = placement
     return result
 
 
 def _admitted_by_topology(wl: Obj, pod_set: str) -> bool:
-    admission = ws.status_of(wl).get("admission") or {}
     return any(
         psa.get("name") == pod_set and psa.get("topologyAssignment")
-        for psa in admission.get("podSetAssignments") or []
+        for psa in items(ws.status_of(wl), "admission", "podSetAssignments")
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from manager import core
 from manager.api import constants as C
 from manager.api import federated, quantity
+from manager.api.view import at, items
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
@@ -188,8 +189,8 @@ def queue_row(
 ) -> QueueRow:
     """A ClusterQueue as the dashboard and the gauges show it: its spec (cohort, quotas),
     the core's view of it (counts, usage) and whether it can admit."""
-    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    active_condition = conditions.find((obj.get("status") or {}).get("conditions"), C.ACTIVE)
+    meta, spec = at(obj, "metadata"), at(obj, "spec")
+    active_condition = conditions.find(at(obj, "status").get("conditions"), C.ACTIVE)
     status: QueueStatus
     if meta.get("deletionTimestamp"):
         status, message = "terminating", "being deleted"
@@ -272,8 +273,8 @@ def finished_counts(state: ClusterState) -> tuple[dict[str, int], dict[tuple[str
             continue
         if cq := ws.cluster_queue_of(obj):
             by_cq[cq] = by_cq.get(cq, 0) + 1
-        queue = (obj.get("spec") or {}).get("queueName")
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        queue = at(obj, "spec").get("queueName")
+        namespace = at(obj, "metadata").get("namespace")
         if queue and namespace:
             key = (str(queue), str(namespace))
             by_lq[key] = by_lq.get(key, 0) + 1
@@ -284,7 +285,7 @@ def cohort_parents(state: ClusterState) -> dict[str, str]:
     """Cohort -> its parent cohort (``spec.parentName``), for the cohorts that name one."""
     parents = {}
     for obj in state.cohorts.items():
-        parent = (obj.get("spec") or {}).get("parentName")
+        parent = at(obj, "spec").get("parentName")
         if parent:
             parents[str(obj["metadata"]["name"])] = str(parent)
     return parents
@@ -308,9 +309,9 @@ def cohort_quotas(state: ClusterState) -> dict[str, dict[tuple[str, str], float]
     result: dict[str, dict[tuple[str, str], float]] = {}
     for obj in state.cohorts.items():
         own: dict[tuple[str, str], float] = {}
-        for group in (obj.get("spec") or {}).get("resourceGroups") or []:
-            for flavor in group.get("flavors") or []:
-                for r in flavor.get("resources") or []:
+        for group in items(obj, "spec", "resourceGroups"):
+            for flavor in items(group, "flavors"):
+                for r in items(flavor, "resources"):
                     name = str(r["name"])
                     units = _units(name, r.get("nominalQuota", 0))
                     own[(str(flavor["name"]), name)] = natural(name, units)
@@ -328,7 +329,7 @@ def local_queue_samples(state: ClusterState) -> list[LocalQueueSample]:
     _, finished = finished_counts(state)
     samples = []
     for obj in state.local_queues.items():
-        meta = obj.get("metadata") or {}
+        meta = at(obj, "metadata")
         name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
         view = state.core.local_queue_status(core.local_queue_key(namespace, name))
         if view is None:
@@ -402,7 +403,7 @@ def workload_row(
 ) -> WorkloadRow:
     """A Workload as the dashboard lists it; ``pending_reason`` is the core's live answer to
     "why does it wait?" (None when the core has none)."""
-    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    meta, spec = at(obj, "metadata"), at(obj, "spec")
     placement, _ = placement_of(obj)  # an unreadable decision is left out
     return WorkloadRow(
         namespace=str(meta.get("namespace", "")),
@@ -545,7 +546,7 @@ def multikueue_cluster_samples(federation: FederationController) -> list[tuple[s
             mk = registry.mk_clusters.get(cluster)
             if mk is None:
                 continue
-            condition = conditions.find((mk.get("status") or {}).get("conditions"), C.ACTIVE)
+            condition = conditions.find(at(mk, "status").get("conditions"), C.ACTIVE)
             samples.append((name, cluster, str((condition or {}).get("status") or "Unknown")))
     return samples
 
