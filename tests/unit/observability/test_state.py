@@ -26,6 +26,7 @@ from manager.observability.state import (
     workload_row,
     workload_rows,
 )
+from tests import builders as b
 from tests.unit.core.builders import (
     key,
     make_cluster_queue,
@@ -141,17 +142,17 @@ def test_quantities_become_natural_units_for_prometheus() -> None:
 
 
 def workload(**status: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "job-light-job-1a2b3",
-            "namespace": "ml-jobs",
-            "creationTimestamp": CREATED,
-            "annotations": {},
-            "labels": {},
-        },
-        "spec": {"queueName": "gpu-lq", "active": True},
-        "status": status,
-    }
+    return b.workload(
+        "job-light-job-1a2b3",
+        namespace="ml-jobs",
+        queue="gpu-lq",
+        pod_sets=[],
+        labels={},
+        annotations={},
+        created=CREATED,
+        active=True,
+        status=status,
+    )
 
 
 def cond(kind: str, status: str = "True", reason: str = "", message: str = "") -> dict[str, Any]:
