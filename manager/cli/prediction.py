@@ -24,7 +24,7 @@ from manager.cli.common import CliError, connect_dict, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
 from manager.cli.manageradmission import Outcome, decide, workload_of
 from manager.cli.tables import amount
-from manager.controllers import conditions, devicecatalogue, jobs
+from manager.controllers import conditions, devicecatalogue, jobs, jobworkload
 from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.federation.decisions import capacity, colocation, devices, eligibility, references
@@ -330,7 +330,7 @@ class Prediction:
     """Workloads the manager would preempt for it."""
     federated: bool
     device_charge: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per pod set, what one pod's devices are charged (``jobs.device_charge``): its DRA
+    """Per pod set, what one pod's devices are charged (``jobworkload.device_charge``): its DRA
     claims and the extended resources DRA devices serve, by the mapping."""
     admission_check: str = ""
     config: str = ""
@@ -362,7 +362,7 @@ async def charge_of(
     looks: list[WorkerLook],
 ) -> dra.Charge | dra.Refused | None:
     """What the job's devices would be charged, as the manager's job controller charges them
-    (``jobs.device_charge``), with the DeviceClasses and ResourceSlices of the workers read
+    (``jobworkload.device_charge``), with the DeviceClasses and ResourceSlices of the workers read
     here; CliError when the manager would not create its Workload yet."""
     found = devicecatalogue.merged(
         (w.read.view.name, w.read.catalogue)
@@ -373,7 +373,7 @@ async def charge_of(
     async def catalogue(slices: bool) -> dra.DeviceCatalogue:
         return found
 
-    charged = await jobs.device_charge(api, pod_sets, namespace_of(job), mappings, catalogue)
+    charged = await jobworkload.device_charge(api, pod_sets, namespace_of(job), mappings, catalogue)
     if isinstance(charged, dra.TemplateMissing | dra.DevicesUnknown):
         raise CliError(
             f"the manager would not create the Workload of {display_name(job)} yet (it tries "
