@@ -25,7 +25,7 @@ from manager.federation.settings import FederationSettings
 from manager.federation.workers import kubeconfig
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
-from manager.observability.state import cluster_rows
+from manager.observability.clusterrows import cluster_rows
 from tests.integration.cli.conftest import Cleanup, Kfed, Kube
 
 pytestmark = pytest.mark.integration

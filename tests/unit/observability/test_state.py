@@ -14,18 +14,11 @@ from manager.core import AdmissionCore, ClusterQueueName, StopPolicy
 from manager.federation.decisions import capacity
 from manager.federation.settings import PLACEMENT_ANNOTATION
 from manager.kube.api import KubeApi
-from manager.observability.state import (
-    ClusterRow,
-    QueueRow,
-    Quota,
-    Snapshot,
-    WorkloadList,
-    human_age,
-    queue_row,
-    to_json,
-    workload_row,
-    workload_rows,
-)
+from manager.observability.clusterrows import ClusterRow
+from manager.observability.queuerows import QueueRow, Quota, queue_row
+from manager.observability.state import Snapshot, to_json
+from manager.observability.units import human_age
+from manager.observability.workloadrows import WorkloadList, workload_row, workload_rows
 from tests import builders as b
 from tests.unit.core.builders import (
     key,
