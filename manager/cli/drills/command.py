@@ -52,7 +52,7 @@ from manager.cli.drills import plot as drillplot
 from manager.cli.drills import probes as drillprobes
 from manager.cli.drills import report as drillreport
 from manager.cli.drills.watch import Watcher
-from manager.cli.registration import active_condition, describe_active
+from manager.cli.clusterstatus import active_condition, describe_active
 from manager.federation.settings import FAILOVER_POLICY_ANNOTATION
 from manager.federation.workers import kubeconfig
 from manager.kube import errors

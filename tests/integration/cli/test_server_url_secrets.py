@@ -18,7 +18,8 @@ from click.testing import Result
 from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.cli.registration import active_condition, multikueue_cluster
+from manager.cli.clusterstatus import active_condition
+from manager.cli.registration import multikueue_cluster
 from manager.controllers.settings import ControllerSettings
 from manager.federation.runtime import FederationController
 from manager.federation.settings import FederationSettings

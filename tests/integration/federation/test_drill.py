@@ -27,11 +27,11 @@ import yaml
 
 from e2e.waiting import wait_for
 from manager.api import constants as C
+from manager.cli.clusterstatus import active_condition
 from manager.cli.drills import breaking, probes
 from manager.cli.drills.breaking import DRILL_ANNOTATION
 from manager.cli.drills.probes import RUN_LABEL
 from manager.cli.drills.report import fmt
-from manager.cli.registration import active_condition
 from manager.federation.settings import FailoverPolicy
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
