@@ -18,7 +18,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.common import EXIT_USAGE, CliError
 from manager.cli.drills import breaking, probes
-from manager.cli.drills.command import report_path
+from manager.cli.drills.options import report_path
 from manager.cli.drills.report import (
     EXIT_DOUBLE_RUN,
     EXIT_FAILED,
