@@ -24,6 +24,7 @@ from manager.cli.common import (
     usage_error,
 )
 from manager.cli.drills import breaking as drillbreak
+from manager.cli.drills import output as drilloutput
 from manager.cli.drills import plot as drillplot
 from manager.cli.drills import probes as drillprobes
 from manager.cli.drills import report as drillreport
@@ -191,13 +192,13 @@ async def drill(target: Target, opts: DrillOptions) -> int:
         )
     path = report_path(opts.output, opts.kind, opts.cluster, started_at)
     try:
-        path.write_text(drillreport.as_json(report))
+        path.write_text(drilloutput.as_json(report))
     except OSError as problem:
-        out.print(drillreport.render(report))
+        out.print(drilloutput.render(report))
         raise CliError(
             f"cannot write the report to {path}: {problem.strerror or problem}"
         ) from None
-    out.print(drillreport.render(report, output_path=str(path)))
+    out.print(drilloutput.render(report, output_path=str(path)))
     if picture is not None:
         try:
             drillplot.render(report, picture)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from manager.cli.clusterstatus import active_condition
+from manager.cli.drills.intervals import ManagerSample, WorkerSample
 from manager.cli.drills.probes import PROBE_LABEL, RUN_LABEL, ProbePlan
-from manager.cli.drills.report import ManagerSample, WorkerSample
 from manager.controllers import workloadstatus as ws
 from manager.kube import errors
 from manager.kube import resources as R

@@ -18,27 +18,28 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.common import EXIT_USAGE, CliError
 from manager.cli.drills import breaking, probes
+from manager.cli.drills.intervals import (
+    Interval,
+    ManagerSample,
+    WorkerSample,
+    double_runs,
+    overlaps,
+    running_intervals,
+    unobserved,
+    unverified_runs,
+)
 from manager.cli.drills.options import report_path
+from manager.cli.drills.output import as_json, render
 from manager.cli.drills.report import (
     EXIT_DOUBLE_RUN,
     EXIT_FAILED,
     EXIT_OK,
     DrillReport,
-    Interval,
-    ManagerSample,
     Restoration,
-    WorkerSample,
-    as_json,
     build,
-    double_runs,
     fmt,
-    overlaps,
     probe_result,
-    render,
-    running_intervals,
     summarize,
-    unobserved,
-    unverified_runs,
 )
 from manager.cli.drills.watch import cluster_lost, placed_on, running_by_probe
 from manager.cli.main import main
