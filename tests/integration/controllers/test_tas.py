@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from e2e.local.cluster import KWOK_NODE_ANNOTATION
+from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.api.tasprovisioning import Topology

@@ -36,8 +36,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from e2e.local.cluster import LocalCluster, free_ports
+from e2e.local.cluster import LocalCluster
 from e2e.local.federation import LocalFederation
+from e2e.local.ports import free_ports
 from e2e.local.process import ManagedProcess
 from e2e.waiting import wait_for
 from manager.api import constants as C

@@ -25,9 +25,10 @@ import aiohttp
 import pytest
 
 from e2e import binaries
-from e2e.local.cluster import LocalCluster, free_ports
+from e2e.local.cluster import LocalCluster
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
+from e2e.local.ports import free_ports
 from e2e.waiting import WaitTimeout, wait_for
 from manager.controllers import workloadstatus as ws
 from manager.federation.settings import SHIM_HEARTBEAT_LEASE
