@@ -19,6 +19,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import dra, federated
+from manager.api.view import at, labels_of
 from manager.cli import snapshot
 from manager.cli.common import CliError, connect_dict, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
@@ -56,7 +57,7 @@ async def read_queue_chain(api: KubeApi, namespace: str, queue: str) -> QueueCha
         lq = await api.get(R.LOCAL_QUEUES, queue, namespace)
     except errors.NotFound:
         return QueueChain(None, "", None)
-    cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
+    cq_name = str(at(lq, "spec").get("clusterQueue") or "")
     try:
         cq: Obj | None = await api.get(R.CLUSTER_QUEUES, cq_name)
     except errors.NotFound:
@@ -123,7 +124,7 @@ async def _read_worker(
                 there = await api.get(kind.resource, job_name, namespace)
                 # Ours (any manager's copy) carry the origin label; anything else is foreign,
                 # and the dispatcher would leave it alone and not place there.
-                if not (there["metadata"].get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL):
+                if not labels_of(there).get(C.MULTIKUEUE_ORIGIN_LABEL):
                     blocked = foreign_reason(kind.resource.kind, there)
         worker_devices, catalogue = await _read_devices(api) if with_devices else (None, None)
     finally:
@@ -292,7 +293,7 @@ async def _manager_side_facts(
         mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
     except errors.NotFound:
         return replace(base, registered=False)
-    active = conditions.find((mk_cluster.get("status") or {}).get("conditions"), C.ACTIVE)
+    active = conditions.find(at(mk_cluster, "status").get("conditions"), C.ACTIVE)
     connected = active is not None and active.get("status") == "True"
     detail = (
         f"{active.get('reason', '')}: {active.get('message', '')}"
@@ -416,7 +417,7 @@ async def predict(
     except MissingReference as err:
         raise CliError(f"{display_name(job)} cannot be queued yet: {err}") from None
     federation = await multikueue_config(api, cq)
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    annotations = at(job, "metadata").get("annotations") or {}
     allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
     allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
     clusters = federation[2] if federation is not None else []
@@ -435,7 +436,7 @@ async def predict(
                     allowed=allowed,
                     used=references.of_objects(job_ns, (resolved,)),
                     kind=kind,
-                    job_name=str((job.get("metadata") or {}).get("name") or ""),
+                    job_name=str(at(job, "metadata").get("name") or ""),
                     with_devices=read_devices,
                 )
                 for order, name in enumerate(clusters)

@@ -23,6 +23,7 @@ from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
 from manager.api.tasprovisioning import Topology
+from manager.api.view import at
 from manager.controllers import convert, ignored
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
@@ -242,7 +243,7 @@ class ClusterState:
         lq = self.local_queues.get(f"{namespace}/{queue_name}")
         if lq is None:
             return None
-        return self.cluster_queues.get(str((lq.get("spec") or {}).get("clusterQueue", "")))
+        return self.cluster_queues.get(str(at(lq, "spec").get("clusterQueue", "")))
 
     def queued_cluster_queue(self, workload: Obj) -> str:
         """The ClusterQueue a workload is in: the one holding its quota
@@ -251,7 +252,7 @@ class ClusterState:
         reserved = ws.cluster_queue_of(workload)
         if reserved:
             return reserved
-        meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+        meta, spec = at(workload, "metadata"), at(workload, "spec")
         lq = self.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName') or ''}")
         return str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
 

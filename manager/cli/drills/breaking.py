@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 from manager.api import constants as C
+from manager.api.view import annotations_of
 from manager.cli.common import CliError, usage_error
 from manager.cli.registration import set_maintenance
 from manager.federation.workers import kubeconfig
@@ -123,7 +124,7 @@ def drill_marker(run_id: str, kind: str, *, original_server: str = "") -> str:
 
 
 def read_marker(obj: Obj) -> dict[str, str] | None:
-    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(DRILL_ANNOTATION)
+    raw = annotations_of(obj).get(DRILL_ANNOTATION)
     if not raw:
         return None
     try:
@@ -343,7 +344,7 @@ class Drain:
         if not self.applied:
             return []
         obj = await self.api.get(R.MULTIKUEUE_CLUSTERS, self.cluster)
-        annotations = obj["metadata"].get("annotations") or {}
+        annotations = annotations_of(obj)
         if annotations.get(C.MAINTENANCE_ANNOTATION) != C.MAINTENANCE_DRAIN:
             await self.api.patch(
                 R.MULTIKUEUE_CLUSTERS,
@@ -426,7 +427,7 @@ async def repair(api: KubeApi, cluster: str, namespace: str, secret: str) -> lis
     with contextlib.suppress(errors.NotFound):
         obj = await api.get(R.MULTIKUEUE_CLUSTERS, cluster)
         if read_marker(obj) is not None:
-            annotations = obj["metadata"].get("annotations") or {}
+            annotations = annotations_of(obj)
             if annotations.get(C.MAINTENANCE_ANNOTATION) == C.MAINTENANCE_DRAIN:
                 await set_maintenance(api, cluster, None)
                 done.append(f"{cluster} uncordoned")
