@@ -30,9 +30,9 @@ from manager.cli.common import (
     take_renamed,
     target_of,
 )
-from manager.cli.drills import breaking as drillbreak
 from manager.cli.drills import probes as drillprobes
 from manager.cli.drills import run as drillrun
+from manager.cli.drills import servers as drillservers
 from manager.cli.drills.options import (
     DEFAULT_INTERVAL,
     DEFAULT_PROBES,
@@ -217,7 +217,7 @@ def partition(blackhole: str | None, **kw: Any) -> None:
     metavar="COMMAND",
     help="A shell command that really stops the worker (e.g. 'docker pause worker-1-control-"
     "plane' on kind); then the Secret is left alone. Default: point the Secret at "
-    f"{drillbreak.REFUSED_SERVER}, where connections are refused.",
+    f"{drillservers.REFUSED_SERVER}, where connections are refused.",
 )
 @click.option(
     "--restore-command",

@@ -15,7 +15,8 @@ from manager.cli.common import (
     connect_dict,
     usage_error,
 )
-from manager.cli.drills import breaking as drillbreak
+from manager.cli.drills import leftovers as drillleftovers
+from manager.cli.drills import servers as drillservers
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
@@ -42,7 +43,7 @@ async def check_target(api: KubeApi, cluster: str, namespace: str) -> str:
             f"no MultiKueueCluster {cluster} on the manager; see `kfed cluster list`"
         ) from None
     secret = secret_name(mk_cluster)
-    left = await drillbreak.leftover(api, cluster, namespace, secret)
+    left = await drillleftovers.leftover(api, cluster, namespace, secret)
     if left is not None:
         raise CliError(
             f"{left}: is another drill running? If not, put it back with "
@@ -69,7 +70,7 @@ async def connect_worker(api: KubeApi, cluster: str, namespace: str) -> KubeApi:
     mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, cluster)
     secret = await api.get(R.SECRETS, secret_name(mk_cluster), namespace)
     try:
-        checked = kubeconfig.check(drillbreak.secret_kubeconfig(secret))
+        checked = kubeconfig.check(drillservers.secret_kubeconfig(secret))
     except kubeconfig.KubeconfigRejected as err:
         raise CliError(f"worker {cluster}: its kubeconfig is refused: {err}") from None
     worker = await connect_dict(checked.config, checked.context, name=cluster)

@@ -24,10 +24,12 @@ from manager.cli.common import (
     usage_error,
 )
 from manager.cli.drills import breaking as drillbreak
+from manager.cli.drills import leftovers as drillleftovers
 from manager.cli.drills import output as drilloutput
 from manager.cli.drills import plot as drillplot
 from manager.cli.drills import probes as drillprobes
 from manager.cli.drills import report as drillreport
+from manager.cli.drills import servers as drillservers
 from manager.cli.drills.options import DrillOptions, plot_path, report_path
 from manager.cli.drills.preflight import check_target, connect_worker, secret_name
 from manager.cli.drills.watch import Watcher
@@ -63,7 +65,7 @@ async def _prepare(
 ) -> Prepared:
     """The checks, the probe plan, direct connections to the workers and the breaker; every
     connection and listener is closed by ``stack``."""
-    blackhole_address = drillbreak.server_url(opts.blackhole) if opts.blackhole else None
+    blackhole_address = drillservers.server_url(opts.blackhole) if opts.blackhole else None
     secret = await check_target(api, opts.cluster, target.namespace)
     namespace, queue = opts.queue.split("/", 1)
     base = drillprobes.ProbePlan(
@@ -100,7 +102,7 @@ async def _prepare(
                 raise
             notes.append(f"{cluster} not watched: {problem.message}")
     blackhole: drillbreak.Blackhole | None = None
-    server = drillbreak.REFUSED_SERVER
+    server = drillservers.REFUSED_SERVER
     if opts.kind == "partition":
         if blackhole_address is None:
             blackhole = await drillbreak.Blackhole().start()
@@ -118,7 +120,7 @@ async def drill(target: Target, opts: DrillOptions) -> int:
     report_path(opts.output, opts.kind, opts.cluster, dt.datetime.now(dt.UTC))  # fail early
     picture = plot_path(opts.plot)
     if opts.blackhole:
-        drillbreak.server_url(opts.blackhole)  # bad input fails before anything is touched
+        drillservers.server_url(opts.blackhole)  # bad input fails before anything is touched
 
     def event(at: float, text: str) -> None:
         err.print(f"  {drillreport.fmt(at):>7}  {text}")
@@ -285,7 +287,7 @@ async def restore_cluster(target: Target, cluster: str) -> None:
             raise usage_error(
                 f"no MultiKueueCluster {cluster} on the manager; see `kfed cluster list`"
             ) from None
-        done = await drillbreak.repair(api, cluster, target.namespace, secret_name(mk_cluster))
+        done = await drillleftovers.repair(api, cluster, target.namespace, secret_name(mk_cluster))
         for job in await drillprobes.leftover_probes(api):
             await drillprobes.delete_probe(api, job)
             meta = job["metadata"]
