@@ -48,15 +48,26 @@ def at(obj: Obj | None, *path: str) -> Mapping[str, Any]:
     if not obj:
         return EMPTY
     current: Obj = obj
-    for depth, key in enumerate(path):
+    for key in path:
         value = current.get(key)
         if not value:
             return EMPTY
         # ``type() is dict`` first: JSON gives dicts, and the ABC check costs ten times more.
         if type(value) is not dict and not isinstance(value, Mapping):
-            raise MalformedObject(obj, path[: depth + 1], value, "an object")
+            raise _malformed(obj, path, "an object")
         current = value
     return current
+
+
+def _malformed(obj: Obj, path: tuple[str, ...], wanted: str) -> MalformedObject:
+    """The error for the first step of ``path`` that is not a mapping (found again here, off
+    the fast path)."""
+    current: Any = obj
+    for depth, key in enumerate(path):
+        current = current.get(key)
+        if not isinstance(current, Mapping):
+            return MalformedObject(obj, path[: depth + 1], current, wanted)
+    return MalformedObject(obj, path, current, wanted)
 
 
 def items(obj: Obj | None, *path: str) -> Sequence[Any]:
@@ -67,7 +78,7 @@ def items(obj: Obj | None, *path: str) -> Sequence[Any]:
     value = at(obj, *path[:-1]).get(path[-1])
     if not value:
         return _NO_ITEMS
-    if not isinstance(value, list | tuple):
+    if type(value) is not list and not isinstance(value, tuple):
         raise MalformedObject(obj or EMPTY, path, value, "a list")
     return value
 
