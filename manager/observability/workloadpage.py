@@ -101,7 +101,7 @@ def timeline(workload: Obj, job: Obj | None, events: Sequence[Obj]) -> list[Mome
         moments.append(Moment(first, what, message, tone))
         if count > 1:  # the last time too (the times between are not kept)
             moments.append(Moment(last, what, message, tone, count))
-    job_status = (job or {}).get("status") or {}
+    job_status = view.at(job, "status")
     started = parse_time(job_status.get("startTime"))
     if started is not None:
         # Its first start: a failover keeps the Job's startTime (the timeline says where).

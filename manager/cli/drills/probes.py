@@ -177,7 +177,7 @@ async def plan_probes(
     }
     reasons = []
     for name in candidates:
-        labels = ((manager_flavors.get(name) or {}).get("spec") or {}).get("nodeLabels") or {}
+        labels = at(manager_flavors.get(name), "spec", "nodeLabels")
         plan = replace(
             base,
             flavor=name,

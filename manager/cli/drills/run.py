@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from manager.api.view import annotations_of
 from manager.cli import prediction
 from manager.cli.clusterstatus import active_condition
 from manager.cli.common import (
@@ -83,7 +84,7 @@ async def _prepare(
     notes: list[str] = []
     if opts.kind in ("partition", "outage"):
         chain = await prediction.read_queue_chain(api, namespace, queue)
-        annotations = ((chain.cluster_queue or {}).get("metadata") or {}).get("annotations") or {}
+        annotations = annotations_of(chain.cluster_queue)
         policy = annotations.get(FAILOVER_POLICY_ANNOTATION)
         if policy != "fast":
             notes.append(
