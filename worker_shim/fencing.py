@@ -44,6 +44,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from manager.api import constants as C
+from manager.api.view import labels_of
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
@@ -62,6 +63,7 @@ from manager.kube.events import EventRecorder
 from manager.kube.informer import Informer
 from manager.kube.tasks import stop_tasks
 from manager.telemetry.metrics import Metrics
+from worker_shim.podstopping import pod_finished, stop_pods
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,6 @@ __all__ = [
     "FencingView",
     "ShimMode",
     "fence_after",
-    "stop_pods",
 ]
 
 
@@ -256,7 +257,7 @@ class Fencing:
         count = 0
         for obj in self.state.workloads.items():
             meta = obj["metadata"]
-            origin = (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
+            origin = labels_of(obj).get(C.MULTIKUEUE_ORIGIN_LABEL)
             if origin not in silences or not ws.is_active(obj) or ws.is_finished(obj):
                 continue
             if silences[origin] < fence_after(obj, self._lease_duration(origin)):
@@ -294,7 +295,7 @@ class Fencing:
                 jmeta = job["metadata"]
                 if (
                     jmeta.get("namespace") == namespace
-                    and (jmeta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL) == workload
+                    and labels_of(job).get(C.PREBUILT_WORKLOAD_LABEL) == workload
                 ):
                     found.append((kind, job))
         return found
@@ -383,55 +384,6 @@ class Fencing:
                 if not pod_finished(pod) and not pod["metadata"].get("deletionTimestamp"):
                     return False
         return True
-
-
-STOP_ATTEMPTS = 3
-
-
-async def stop_pods(api: KubeApi, namespace: str, selector: str, grace_seconds: int) -> int:
-    """Delete a job's pods (``selector``) that still run (or wait to); returns how many. A
-    pod already being deleted with a longer grace (its Job controller's, once the Job was
-    suspended) is deleted again with ``grace_seconds``, which shortens it.
-
-    A pod that finished is never touched: its result may not be counted yet (the Job
-    controller counts a pod by its tracking finalizer, which a deleted pod can lose first, as
-    kwok's does), and a fence that erased a run which had already succeeded would make the
-    manager run the job again. Each delete holds the version it judged, so a pod that
-    finishes between the read and the delete is judged again rather than deleted."""
-    pods = await api.list(R.PODS, namespace, label_selector=selector)
-    stopped = 0
-    for pod in pods.get("items") or []:
-        for _ in range(STOP_ATTEMPTS):
-            meta = pod["metadata"]
-            deleting = bool(meta.get("deletionTimestamp"))
-            grace = meta.get("deletionGracePeriodSeconds")
-            if pod_finished(pod) or (deleting and (grace is None or grace <= grace_seconds)):
-                break
-            try:
-                await api.delete(
-                    R.PODS,
-                    meta["name"],
-                    namespace,
-                    uid=meta.get("uid"),
-                    resource_version=meta.get("resourceVersion"),
-                    grace_period_seconds=grace_seconds,
-                )
-                stopped += 1
-                break
-            except errors.NotFound:
-                break
-            except errors.Conflict:
-                pass  # it changed since it was read: judge it again
-            try:
-                pod = await api.get(R.PODS, meta["name"], namespace)
-            except errors.NotFound:
-                break
-    return stopped
-
-
-def pod_finished(pod: dict[str, object]) -> bool:
-    status = pod.get("status")
-    return isinstance(status, dict) and status.get("phase") in ("Succeeded", "Failed")
 
 
 def fence_after(workload: dict[str, object], lease_duration: float) -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from e2e import binaries
-from e2e.local.cluster import KWOK_NODE_ANNOTATION, STAGES_FILE, LocalCluster, Ports
+from e2e.local.cluster import STAGES_FILE, LocalCluster
 from e2e.local.federation import (
     DEFAULT_NODES_FILE,
     MANAGER,
@@ -27,6 +27,8 @@ from e2e.local.federation import (
     state_root,
     worker_names,
 )
+from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION
+from e2e.local.ports import Ports
 from e2e.local.process import ManagedProcess
 
 

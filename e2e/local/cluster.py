@@ -9,11 +9,8 @@ controller."""
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
-import os
-import socket
 import ssl
 import subprocess
 import time
@@ -24,16 +21,18 @@ from typing import Any
 import yaml
 
 from e2e import binaries
-from e2e.local import dra, pki
+from e2e.local import dra, kwoknodes, pki
+from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION, NodeGroup
+from e2e.local.pki import kubeconfig_dict
+from e2e.local.ports import Ports, free_ports
 from e2e.local.process import ManagedProcess
 
 STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
 POD_LOG_TEMPLATE = Path(__file__).with_name("kwok-pod.log")
 """What every container of a full cluster logs (CRI log format), until a test appends more."""
+
+
 # Nodes kwok manages carry this annotation; kwok leaves every other node alone.
-KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
-
-
 class KubectlError(subprocess.CalledProcessError):
     """kubectl failed; the message carries what kubectl said."""
 
@@ -47,120 +46,6 @@ class KubectlError(subprocess.CalledProcessError):
 
 class ClusterStartError(RuntimeError):
     """A control-plane process did not come up; the message carries its log tail."""
-
-
-@dataclass(frozen=True, slots=True)
-class NodeGroup:
-    """``count`` identical kwok nodes named ``<cluster>-<name>-<i>``."""
-
-    name: str
-    count: int
-    labels: dict[str, str]
-    capacity: dict[str, str]
-    devices: dra.Devices | None = None
-    """The GPUs each node publishes through DRA (a ResourceSlice per node), if any."""
-
-    def to_state(self) -> dict[str, Any]:
-        """The node file's shape of this group (``NodeGroup.from_state`` reads it back)."""
-        state: dict[str, Any] = {
-            "name": self.name,
-            "count": self.count,
-            "labels": dict(self.labels),
-            "capacity": dict(self.capacity),
-        }
-        if self.devices is not None:
-            state["devices"] = dra.devices_to_state(self.devices)
-        return state
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> NodeGroup:
-        """A group from its node file entry (or ``to_state``'s): ValueError when malformed."""
-        name = str(state["name"])
-        return cls(
-            name=name,
-            count=int(state.get("count", 1)),
-            labels={str(k): str(v) for k, v in (state.get("labels") or {}).items()},
-            capacity={str(k): str(v) for k, v in (state.get("capacity") or {}).items()},
-            devices=dra.parse_devices(state.get("devices"), group=name),
-        )
-
-
-@dataclass(slots=True)
-class Ports:
-    etcd_client: int
-    etcd_peer: int
-    apiserver: int
-    kwok: int = 0
-    """kwok's server, the nodes' kubelet endpoint (full mode; picked when kwok starts)."""
-
-
-_handed_out: set[int] = set()
-"""Ports this process picked before: a port picked but not bound yet (a process still
-starting) is free to the kernel and must not be handed out twice."""
-
-PORTS_PER_TEST_PROCESS = 1500
-"""Under pytest-xdist each test process picks from a range of its own below the kernel's
-ephemeral ports (32768 and up on Linux): two processes asking the kernel for a free port at
-the same moment could both be told the same one, and our own range never meets a client
-connection's port. gw0 gets 20000-21499, gw1 21500-22999, and so on."""
-_next_in_range: list[int] = []
-
-
-def _xdist_range() -> range | None:
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw"):
-        return None
-    start = 20000 + int(worker[2:]) * PORTS_PER_TEST_PROCESS
-    return range(start, min(start + PORTS_PER_TEST_PROCESS, 32768))
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def _free_ports_in(ports: range, count: int) -> list[int]:
-    picked: list[int] = []
-    cursor = _next_in_range[0] if _next_in_range else ports.start
-    for _ in range(len(ports)):
-        port = cursor
-        cursor = cursor + 1 if cursor + 1 < ports.stop else ports.start
-        if port not in _handed_out and _bindable(port):
-            picked.append(port)
-            if len(picked) == count:
-                break
-    else:
-        raise RuntimeError(f"fewer than {count} free ports left in {ports}")
-    _next_in_range[:] = [cursor]
-    _handed_out.update(picked)
-    return picked
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel calls free right now and this process did not pick before; all
-    sockets are held until every port is picked, so the list has no duplicates."""
-    own_range = _xdist_range()
-    if own_range is not None:
-        return _free_ports_in(own_range, count)
-    sockets = []
-    picked: list[int] = []
-    try:
-        while len(picked) < count:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-            port = s.getsockname()[1]
-            if port not in _handed_out:
-                picked.append(port)
-        _handed_out.update(picked)
-        return picked
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @dataclass
@@ -472,45 +357,11 @@ class LocalCluster:
     # -- nodes -------------------------------------------------------------------------
 
     def node_manifests(self) -> list[dict[str, Any]]:
-        key, value = KWOK_NODE_ANNOTATION
-        manifests = []
-        for group in self.nodes:
-            for i in range(group.count):
-                name = f"{self.name}-{group.name}-{i}"
-                manifests.append(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Node",
-                        "metadata": {
-                            "name": name,
-                            "annotations": {key: value},
-                            "labels": {
-                                **group.labels,
-                                "type": "kwok",
-                                "kubernetes.io/hostname": name,
-                                "kubernetes.io/os": "linux",
-                                "kubernetes.io/arch": "amd64",
-                            },
-                        },
-                        "status": {"capacity": group.capacity, "allocatable": group.capacity},
-                    }
-                )
-        return manifests
+        return kwoknodes.node_manifests(self.name, self.nodes)
 
     def dra_manifests(self) -> list[dict[str, Any]]:
-        """With ``dra``: a DeviceClass per GPU model (and partition profile) of this cluster's
-        node groups, and a ResourceSlice per node whose group has ``devices``."""
-        if not self.dra:
-            return []
-        groups = [g for g in self.nodes if g.devices is not None]
-        classes = dra.device_classes(g.devices for g in groups if g.devices is not None)
-        slices = [
-            dra.resource_slice(f"{self.name}-{g.name}-{i}", g.devices)
-            for g in groups
-            if g.devices is not None
-            for i in range(g.count)
-        ]
-        return classes + slices
+        """With ``dra``: the DeviceClasses and ResourceSlices of its nodes' GPUs."""
+        return kwoknodes.dra_manifests(self.name, self.nodes) if self.dra else []
 
     def create_nodes(self) -> None:
         """The kwok nodes and, with ``dra``, their devices: one kubectl call."""
@@ -597,27 +448,3 @@ class LocalCluster:
             proc.pid = p["pid"]
             cluster.processes[role] = proc
         return cluster
-
-
-def kubeconfig_dict(name: str, server: str, ca_pem: bytes, user: pki.KeyPair) -> dict[str, Any]:
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": name, "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)}}
-        ],
-        "users": [
-            {
-                "name": f"{name}-admin",
-                "user": {
-                    "client-certificate-data": b64(user.cert_pem),
-                    "client-key-data": b64(user.key_pem),
-                },
-            }
-        ],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}],
-        "current-context": name,
-    }

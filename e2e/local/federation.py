@@ -18,7 +18,9 @@ import yaml
 
 from e2e import binaries
 from e2e.local import operators as ops
-from e2e.local.cluster import LocalCluster, NodeGroup, Ports, free_ports
+from e2e.local.cluster import LocalCluster
+from e2e.local.kwoknodes import NodeGroup
+from e2e.local.ports import Ports, free_ports
 from e2e.local.process import cmdline_of, pid_alive, terminate_group
 
 DEFAULT_NODES_FILE = Path(__file__).with_name("nodes.yaml")

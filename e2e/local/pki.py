@@ -7,10 +7,12 @@ service-account signing key. EC P-256 keys keep generation to milliseconds.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -129,3 +131,27 @@ def service_account_keys() -> KeyPair:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     return KeyPair(public, _key_pem(key))
+
+
+def kubeconfig_dict(name: str, server: str, ca_pem: bytes, user: KeyPair) -> dict[str, Any]:
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)}}
+        ],
+        "users": [
+            {
+                "name": f"{name}-admin",
+                "user": {
+                    "client-certificate-data": b64(user.cert_pem),
+                    "client-key-data": b64(user.key_pem),
+                },
+            }
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}],
+        "current-context": name,
+    }

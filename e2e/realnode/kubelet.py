@@ -25,7 +25,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from e2e import binaries
 from e2e.local import pki
-from e2e.local.cluster import kubeconfig_dict
+from e2e.local.pki import kubeconfig_dict
 
 # What the testbed overlays select and tolerate.
 NODE_LABEL = ("kfed.io/real-node", "true")

@@ -24,8 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from e2e import binaries
-from e2e.local.cluster import LocalCluster, free_ports
+from e2e.local.cluster import LocalCluster
 from e2e.local.federation import processes_under
+from e2e.local.ports import free_ports
 from e2e.local.process import terminate_group
 from e2e.realnode import cgroups, host, kernel, mounts
 from e2e.realnode.containerd import Containerd

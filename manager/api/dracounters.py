@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api import dracel
+from manager.api.view import at, items
 
 Obj = dict[str, Any]
 
@@ -65,8 +66,8 @@ def _look(device: Obj, driver: str) -> Look:
         dracel.capacity_of(device, driver),
         tuple(
             (str(counter), units((v or {}).get("value", 0)))
-            for c in device.get("consumesCounters") or []
-            for counter, v in (c.get("counters") or {}).items()
+            for c in items(device, "consumesCounters")
+            for counter, v in at(c, "counters").items()
         ),
     )
     if len(_looks) > _LOOKS_LIMIT:
@@ -74,9 +75,9 @@ def _look(device: Obj, driver: str) -> Look:
     return _looks.setdefault(look, look)
 
 
-def _count_looks(spec: Obj, driver: str) -> tuple[tuple[Look, int], ...]:
+def _count_looks(spec: Mapping[str, Any], driver: str) -> tuple[tuple[Look, int], ...]:
     counted: dict[Look, int] = {}
-    for device in spec.get("devices") or []:
+    for device in items(spec, "devices"):
         look = _look(device, driver)
         counted[look] = counted.get(look, 0) + 1
     return tuple(counted.items())
@@ -86,12 +87,11 @@ def _looks_of(s: Obj, driver: str) -> tuple[tuple[Look, int], ...]:
     """A slice's devices by look, read once per version of it: an object from the API server
     is known by its pool, name and resourceVersion (what an informer holds never changes in
     place); one without a resourceVersion is read every time."""
-    spec = s.get("spec") or {}
-    meta = s.get("metadata") or {}
+    spec, meta = at(s, "spec"), at(s, "metadata")
     version = meta.get("resourceVersion")
     if not version:
         return _count_looks(spec, driver)
-    key = (str((spec.get("pool") or {}).get("name", "")), str(meta.get("name", "")), str(version))
+    key = (str(at(spec, "pool").get("name", "")), str(meta.get("name", "")), str(version))
     found = _slices.get(key)
     if found is None:
         found = _slices[key] = _count_looks(spec, driver)
@@ -107,10 +107,10 @@ def _complete_pools(slices: Iterable[Obj], driver: str) -> dict[Look, int]:
     have all been published (``resourceSliceCount`` of them), as upstream reads them."""
     pools: dict[str, tuple[int, int, list[Obj]]] = {}
     for s in slices:
-        spec = s.get("spec") or {}
+        spec = at(s, "spec")
         if spec.get("driver") != driver:
             continue
-        pool = spec.get("pool") or {}
+        pool = at(spec, "pool")
         name, generation = str(pool.get("name", "")), int(pool.get("generation") or 0)
         expected = int(pool.get("resourceSliceCount") or 1)
         seen = pools.get(name)
@@ -187,4 +187,4 @@ def class_selectors(classes: Mapping[str, Obj], device_class: str) -> tuple[str,
     found = classes.get(device_class)
     if found is None:
         return None
-    return dracel.selector_expressions((found.get("spec") or {}).get("selectors"))
+    return dracel.selector_expressions(at(found, "spec").get("selectors"))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api import quantity
+from manager.api.view import at
 
 Obj = dict[str, Any]
 
@@ -98,7 +99,7 @@ def serving_class(classes: Iterable[Obj], resource: str) -> Obj | None:
     """The DeviceClass whose devices serve ``resource`` (``spec.extendedResourceName``), as
     the scheduler picks it among several: the newest, then the first by name; None: no
     class serves it (a device plugin's, or nobody's)."""
-    serving = [c for c in classes if (c.get("spec") or {}).get("extendedResourceName") == resource]
+    serving = [c for c in classes if at(c, "spec").get("extendedResourceName") == resource]
     if not serving:
         return None
     newest = max(str(c["metadata"].get("creationTimestamp") or "") for c in serving)

@@ -15,24 +15,25 @@ a CLI's one-off LISTs give the same answer.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import annotations_of, at, items
 
 Obj = dict[str, Any]
 Lookup = Callable[[str], Obj | None]
 
 
-def _spec(obj: Obj | None) -> dict[str, Any]:
-    return (obj or {}).get("spec") or {}
+def _spec(obj: Obj | None) -> Mapping[str, Any]:
+    return at(obj, "spec")
 
 
 def check_rules(cluster_queue: Obj | None) -> list[dict[str, Any]]:
     """The ClusterQueue's ``admissionChecksStrategy.admissionChecks`` entries, in order."""
-    strategy = _spec(cluster_queue).get("admissionChecksStrategy") or {}
-    return [rule for rule in strategy.get("admissionChecks") or [] if rule.get("name")]
+    rules = items(cluster_queue, "spec", "admissionChecksStrategy", "admissionChecks")
+    return [rule for rule in rules if rule.get("name")]
 
 
 def check_names(cluster_queue: Obj | None) -> list[str]:
@@ -61,7 +62,7 @@ class KubeconfigSource:
 def kubeconfig_source(mk_cluster: Obj | None) -> KubeconfigSource:
     """The one reading of ``spec.clusterSource`` (manager, CLI, drills): kfed reads Secrets
     only; a ``clusterProfileRef`` or a ``Path`` location is refused with a reason."""
-    source = _spec(mk_cluster).get("clusterSource") or {}
+    source = at(mk_cluster, "spec", "clusterSource")
     if source.get("clusterProfileRef"):
         return KubeconfigSource(
             None,
@@ -70,7 +71,7 @@ def kubeconfig_source(mk_cluster: Obj | None) -> KubeconfigSource:
                 "clusterProfileRef is not supported by kfed; use kubeConfig",
             ),
         )
-    kc = source.get("kubeConfig") or {}
+    kc = at(source, "kubeConfig")
     if kc.get("locationType", "Secret") != "Secret":
         return KubeconfigSource(
             None,
@@ -91,7 +92,7 @@ def is_multikueue_check(admission_check: Obj | None) -> bool:
 
 def config_name(admission_check: Obj | None) -> str:
     """The MultiKueueConfig a MultiKueue check names ("" when its parameters name none)."""
-    params = _spec(admission_check).get("parameters") or {}
+    params = at(admission_check, "spec", "parameters")
     if params.get("kind") != "MultiKueueConfig":
         return ""
     return str(params.get("name") or "")
@@ -157,8 +158,7 @@ def federation_of(
 def bound_namespaces(multikueue_cluster: Obj | None) -> tuple[str, ...] | None:
     """The namespace patterns of a worker's ``kfed.io/namespaces`` annotation; None when it
     has none (every namespace may run there). An empty value binds nothing."""
-    annotations = ((multikueue_cluster or {}).get("metadata") or {}).get("annotations") or {}
-    value = annotations.get(C.NAMESPACES_ANNOTATION)
+    value = annotations_of(multikueue_cluster).get(C.NAMESPACES_ANNOTATION)
     if value is None:
         return None
     return tuple(p.strip() for p in str(value).split(",") if p.strip())
@@ -175,8 +175,7 @@ def maintenance_of(multikueue_cluster: Obj | None) -> str:
     """A worker's maintenance mode from kfed's ``kfed.io/maintenance`` annotation: "" (none),
     ``cordon`` or ``drain``. Any other value counts as ``cordon``: a mistyped value errs on
     the side of sending nothing there, and every part of kfed reads it the same way."""
-    value = ((multikueue_cluster or {}).get("metadata") or {}).get("annotations") or {}
-    mode = str(value.get(C.MAINTENANCE_ANNOTATION) or "")
+    mode = str(annotations_of(multikueue_cluster).get(C.MAINTENANCE_ANNOTATION) or "")
     if mode in ("", C.MAINTENANCE_DRAIN):
         return mode
     return C.MAINTENANCE_CORDON

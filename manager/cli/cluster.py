@@ -8,7 +8,7 @@ import asyncio
 import click
 
 from manager.api import constants as C
-from manager.cli import registration, rotation
+from manager.cli import clusterstatus, registration, rotation
 from manager.cli.common import (
     CliError,
     Duration,
@@ -23,6 +23,7 @@ from manager.cli.common import (
     target_of,
     warn,
 )
+from manager.cli.rollback import Rollback, rollback_summary
 from manager.cli.tables import print_data, print_names, table
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
@@ -42,9 +43,9 @@ def group() -> None:
 # -- add -----------------------------------------------------------------------------------
 
 
-async def _roll_back(name: str, rollback: registration.Rollback, *, waited: bool) -> str:
+async def _roll_back(name: str, rollback: Rollback, *, waited: bool) -> str:
     undone, failed = await rollback.run()
-    summary = registration.rollback_summary(name, undone, failed)
+    summary = rollback_summary(name, undone, failed)
     if waited and undone and not failed:
         summary += " (--no-wait registers it without waiting for the manager)"
     return summary
@@ -65,7 +66,7 @@ async def _add(
     )
     out, err = console(), console(stderr=True)
     api = await connect_manager(target)
-    rollback = registration.Rollback()
+    rollback = Rollback()
     waited = False
     try:
         try:
@@ -76,13 +77,13 @@ async def _add(
             if wait:
                 waited = True
                 with err.status(f"waiting for {name} to become Active…") as status:
-                    condition = await registration.wait_active(
+                    condition = await clusterstatus.wait_active(
                         api,
                         name,
                         timeout=timeout,
                         on_update=lambda text: status.update(f"waiting for {name}: {text}"),
                     )
-                shown = registration.shown_message(condition) or condition.get("reason")
+                shown = clusterstatus.shown_message(condition) or condition.get("reason")
                 out.print(f"{name} is Active: {shown}")
         except (CliError, errors.KubeError) as problem:
             # Refused (not Active in time) or failed midway: leave nothing of this add behind.
@@ -95,7 +96,7 @@ async def _add(
     finally:
         await api.close()
     try:
-        rows = await registration.worker_capacity(name, checked)
+        rows = await clusterstatus.worker_capacity(name, checked)
     except CliError as problem:
         warn(f"capacity of {name} not shown: {problem.message}")
         return
@@ -195,7 +196,7 @@ def add(
 
 async def _list(target: Target, output: str) -> None:
     async with await connect_manager(target) as api:
-        rows = await registration.list_clusters(api)
+        rows = await clusterstatus.list_clusters(api)
     out = console()
     if print_data(out, output, rows):
         return

@@ -11,6 +11,7 @@ import pydantic
 
 from manager.api import constants as C
 from manager.api.batch import Job
+from manager.api.view import MalformedObject, at, labels_of
 from manager.cli.common import load_yaml_documents, usage_error
 from manager.controllers.jobkinds import registry
 from manager.controllers.jobkinds.base import JobKind
@@ -21,7 +22,9 @@ DEFAULT_JOB_NAMESPACE = "default"
 
 
 def _where(source: str, index: int, doc: Any) -> str:
-    name = ((doc.get("metadata") or {}) if isinstance(doc, dict) else {}).get("name")
+    # Says where a document is, so it reads what it can of a malformed one and fails on none.
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
     kind = doc.get("kind") if isinstance(doc, dict) else None
     return f"{source}: document {index}" + (f" ({kind or 'Job'} {name})" if name else "")
 
@@ -73,7 +76,10 @@ def parse_jobs(text: str, source: str) -> list[Obj]:
                 f"{where} is a {kind or '(no kind)'} ({api_version or 'no apiVersion'}), not a "
                 f"kind of job kfed queues ({_kinds()})"
             )
-        meta = doc.get("metadata") or {}
+        try:
+            meta = at(doc, "metadata")
+        except MalformedObject as err:
+            raise usage_error(f"{where}: {err}") from None
         if not meta.get("name") and not meta.get("generateName"):
             raise usage_error(f"{where} has no metadata.name")
         if job_kind is BATCH_JOB:
@@ -91,16 +97,16 @@ def parse_jobs(text: str, source: str) -> list[Obj]:
 
 
 def queue_of(job: Obj) -> str | None:
-    return ((job.get("metadata") or {}).get("labels") or {}).get(C.QUEUE_NAME_LABEL)
+    return labels_of(job).get(C.QUEUE_NAME_LABEL)
 
 
 def namespace_of(job: Obj) -> str:
-    return str((job.get("metadata") or {}).get("namespace") or DEFAULT_JOB_NAMESPACE)
+    return str(at(job, "metadata").get("namespace") or DEFAULT_JOB_NAMESPACE)
 
 
 def display_name(job: Obj) -> str:
     """``Kind namespace/name``, as messages name a job."""
-    meta = job.get("metadata") or {}
+    meta = at(job, "metadata")
     name = meta.get("name") or str(meta.get("generateName", "")) + "*"
     return f"{job.get('kind') or 'Job'} {namespace_of(job)}/{name}"
 

@@ -28,7 +28,7 @@ from manager.api.workload import Workload
 from manager.cli.common import usage_error
 from manager.cli.jobfiles import display_name
 from manager.cli.snapshot import UNUSABLE, Snapshot, unusable_reason
-from manager.controllers import convert, jobs
+from manager.controllers import convert, jobworkload
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.workloads import priority_of
@@ -77,10 +77,10 @@ def workload_of(
     device_charge: dra.Charge | dra.Refused | None = None,
 ) -> core.Workload:
     """The job as the manager's core would see it once created now: the Workload its kind's
-    integration creates (with what its devices are charged, ``jobs.device_charge``),
+    integration creates (with what its devices are charged, ``jobworkload.device_charge``),
     converted as its Workload controller converts it (``job`` as the kind's
     ``with_references`` returned it)."""
-    body = jobs.workload_for_job(job, snapshot.priority_class_value, kind, device_charge)
+    body = jobworkload.workload_for_job(job, snapshot.priority_class_value, kind, device_charge)
     try:
         model = Workload.model_validate(body)
         return convert.workload(

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from manager.api.view import at
 from manager.federation.visibility import GROUP, ordinal
 from manager.kube import errors
 from manager.kube.api import KubeApi
@@ -39,7 +40,7 @@ def path_of(cluster_queue: str) -> str:
 
 def read_summary(summary: dict[str, Any], into: dict[str, Position]) -> None:
     for item in summary.get("items") or []:
-        meta = item.get("metadata") or {}
+        meta = at(item, "metadata")
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
         into[key] = (int(item["positionInClusterQueue"]), int(item["positionInLocalQueue"]))
 

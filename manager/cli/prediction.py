@@ -19,12 +19,13 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import dra, federated
+from manager.api.view import at, labels_of
 from manager.cli import snapshot
 from manager.cli.common import CliError, connect_dict, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
 from manager.cli.manageradmission import Outcome, decide, workload_of
 from manager.cli.tables import amount
-from manager.controllers import conditions, devicecatalogue, jobs
+from manager.controllers import conditions, devicecatalogue, jobs, jobworkload
 from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.federation.decisions import capacity, colocation, devices, eligibility, references
@@ -56,7 +57,7 @@ async def read_queue_chain(api: KubeApi, namespace: str, queue: str) -> QueueCha
         lq = await api.get(R.LOCAL_QUEUES, queue, namespace)
     except errors.NotFound:
         return QueueChain(None, "", None)
-    cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
+    cq_name = str(at(lq, "spec").get("clusterQueue") or "")
     try:
         cq: Obj | None = await api.get(R.CLUSTER_QUEUES, cq_name)
     except errors.NotFound:
@@ -123,7 +124,7 @@ async def _read_worker(
                 there = await api.get(kind.resource, job_name, namespace)
                 # Ours (any manager's copy) carry the origin label; anything else is foreign,
                 # and the dispatcher would leave it alone and not place there.
-                if not (there["metadata"].get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL):
+                if not labels_of(there).get(C.MULTIKUEUE_ORIGIN_LABEL):
                     blocked = foreign_reason(kind.resource.kind, there)
         worker_devices, catalogue = await _read_devices(api) if with_devices else (None, None)
     finally:
@@ -292,7 +293,7 @@ async def _manager_side_facts(
         mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
     except errors.NotFound:
         return replace(base, registered=False)
-    active = conditions.find((mk_cluster.get("status") or {}).get("conditions"), C.ACTIVE)
+    active = conditions.find(at(mk_cluster, "status").get("conditions"), C.ACTIVE)
     connected = active is not None and active.get("status") == "True"
     detail = (
         f"{active.get('reason', '')}: {active.get('message', '')}"
@@ -330,7 +331,7 @@ class Prediction:
     """Workloads the manager would preempt for it."""
     federated: bool
     device_charge: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per pod set, what one pod's devices are charged (``jobs.device_charge``): its DRA
+    """Per pod set, what one pod's devices are charged (``jobworkload.device_charge``): its DRA
     claims and the extended resources DRA devices serve, by the mapping."""
     admission_check: str = ""
     config: str = ""
@@ -362,7 +363,7 @@ async def charge_of(
     looks: list[WorkerLook],
 ) -> dra.Charge | dra.Refused | None:
     """What the job's devices would be charged, as the manager's job controller charges them
-    (``jobs.device_charge``), with the DeviceClasses and ResourceSlices of the workers read
+    (``jobworkload.device_charge``), with the DeviceClasses and ResourceSlices of the workers read
     here; CliError when the manager would not create its Workload yet."""
     found = devicecatalogue.merged(
         (w.read.view.name, w.read.catalogue)
@@ -373,7 +374,7 @@ async def charge_of(
     async def catalogue(slices: bool) -> dra.DeviceCatalogue:
         return found
 
-    charged = await jobs.device_charge(api, pod_sets, namespace_of(job), mappings, catalogue)
+    charged = await jobworkload.device_charge(api, pod_sets, namespace_of(job), mappings, catalogue)
     if isinstance(charged, dra.TemplateMissing | dra.DevicesUnknown):
         raise CliError(
             f"the manager would not create the Workload of {display_name(job)} yet (it tries "
@@ -416,7 +417,7 @@ async def predict(
     except MissingReference as err:
         raise CliError(f"{display_name(job)} cannot be queued yet: {err}") from None
     federation = await multikueue_config(api, cq)
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    annotations = at(job, "metadata").get("annotations") or {}
     allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
     allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
     clusters = federation[2] if federation is not None else []
@@ -435,7 +436,7 @@ async def predict(
                     allowed=allowed,
                     used=references.of_objects(job_ns, (resolved,)),
                     kind=kind,
-                    job_name=str((job.get("metadata") or {}).get("name") or ""),
+                    job_name=str(at(job, "metadata").get("name") or ""),
                     with_devices=read_devices,
                 )
                 for order, name in enumerate(clusters)

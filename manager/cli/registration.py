@@ -1,4 +1,5 @@
-"""Registering worker clusters on the manager, the MultiKueue way, and reading them back.
+"""Registering worker clusters on the manager, the MultiKueue way (``clusterstatus`` reads
+them back).
 
 A worker is three objects on the manager: a Secret (key ``kubeconfig``) in kfed's namespace,
 a MultiKueueCluster pointing at it, and an entry in a MultiKueueConfig that an AdmissionCheck
@@ -9,21 +10,17 @@ registered workers and reports each one's ``Active`` condition; cordon and drain
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
 from manager.api import constants as C
 from manager.api import federated
-from manager.cli.common import CliError, connect_dict, from_kube_error, usage_error
-from manager.cli.tables import amount
-from manager.controllers import conditions
-from manager.federation.decisions import capacity
+from manager.api.view import at, items, labels_of
+from manager.cli.common import CliError, usage_error
+from manager.cli.rollback import Rollback
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
@@ -96,31 +93,6 @@ def secret_of(mk_cluster: Obj) -> str | None:
 # -- add -----------------------------------------------------------------------------------
 
 
-@dataclass
-class Rollback:
-    """What one registration changed on the manager, to undo it when the registration is
-    refused or fails: each step undoes one change (newest first) and says what it did.
-    Only what this registration created or changed is touched; an object that was there
-    before is put back as it was, never deleted."""
-
-    steps: list[tuple[str, Callable[[], Awaitable[str]]]] = field(default_factory=list)
-
-    def add(self, what: str, step: Callable[[], Awaitable[str]]) -> None:
-        self.steps.append((what, step))
-
-    async def run(self) -> tuple[list[str], list[str]]:
-        """Undo every step, newest first: (what was undone, what could not be)."""
-        done: list[str] = []
-        failed: list[str] = []
-        while self.steps:
-            what, step = self.steps.pop()
-            try:
-                done.append(await step())
-            except (errors.KubeError, CliError, OSError, TimeoutError) as err:
-                failed.append(f"{what} ({getattr(err, 'message', None) or err})")
-        return done, failed
-
-
 _BUILT_IN = {
     R.CONFIGMAPS.plural: {"kube-root-ca.crt"},
     R.SERVICE_ACCOUNTS.plural: {"default"},
@@ -161,8 +133,8 @@ async def _ensure_namespace(api: KubeApi, namespace: str, rollback: Rollback) ->
 
 def _secret_fields(obj: Obj) -> tuple[str | None, str | None]:
     """What a registration sets on a Secret: its managed-by label and its kubeconfig."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    data = obj.get("data") or {}
+    labels = labels_of(obj)
+    data = at(obj, "data")
     return labels.get(MANAGED_BY_LABEL), data.get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
 
 
@@ -230,7 +202,7 @@ async def _upsert_cluster(api: KubeApi, name: str, secret: str, rollback: Rollba
         rollback.add(f"delete MultiKueueCluster {name}", delete)
         return f"created MultiKueueCluster {name}"
     existing = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-    before = (existing.get("spec") or {}).get("clusterSource")
+    before = at(existing, "spec").get("clusterSource")
     ours = body["spec"]["clusterSource"]
     if before == ours:
         return f"MultiKueueCluster {name} unchanged"
@@ -243,7 +215,7 @@ async def _upsert_cluster(api: KubeApi, name: str, secret: str, rollback: Rollba
     async def restore() -> str:
         for _ in range(_CONFLICT_ATTEMPTS):
             current = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-            if (current.get("spec") or {}).get("clusterSource") != ours:
+            if at(current, "spec").get("clusterSource") != ours:
                 return f"kept MultiKueueCluster {name}: changed since by someone else"
             spec = current.setdefault("spec", {})
             if before is None:
@@ -287,15 +259,13 @@ async def _edit_config(
             except errors.AlreadyExists:
                 continue
             return f"created MultiKueueConfig {config} with {', '.join(clusters)}", clusters
-        before = [str(c) for c in (obj.get("spec") or {}).get("clusters") or []]
+        before = [str(c) for c in items(obj, "spec", "clusters")]
         after = edit(before)
         if after == before:
             return f"MultiKueueConfig {config} unchanged", after
         try:
             if not after:
-                await api.delete(
-                    R.MULTIKUEUE_CONFIGS, config, uid=(obj.get("metadata") or {}).get("uid")
-                )
+                await api.delete(R.MULTIKUEUE_CONFIGS, config, uid=at(obj, "metadata").get("uid"))
                 return f"deleted MultiKueueConfig {config} (it listed no other cluster)", after
             obj.setdefault("spec", {})["clusters"] = after
             await api.replace(R.MULTIKUEUE_CONFIGS, obj)
@@ -367,151 +337,6 @@ async def register(
     return done
 
 
-def rollback_summary(name: str, undone: list[str], failed: list[str]) -> str:
-    """One phrase for the end of a failed ``kfed cluster add``'s error."""
-    if failed:
-        return (
-            f"could not undo all it changed: {'; '.join(failed)}"
-            + (f" (undone: {', '.join(undone)})" if undone else "")
-            + f"; check with `kfed cluster list` and `kfed cluster remove {name}`"
-        )
-    if not undone:
-        return "it had changed nothing on the manager"
-    return f"rolled back what it did: {', '.join(undone)}"
-
-
-# -- waiting for Active --------------------------------------------------------------------
-
-
-def active_condition(mk_cluster: Mapping[str, Any]) -> Obj | None:
-    return conditions.find((mk_cluster.get("status") or {}).get("conditions"), C.ACTIVE)
-
-
-def describe_active(condition: Mapping[str, Any] | None) -> str:
-    if condition is None:
-        return "no Active condition yet (is the kfed manager running on the manager cluster?)"
-    return (
-        f"Active={condition.get('status', 'Unknown')} "
-        f"{condition.get('reason') or ''}: {shown_message(condition)}"
-    ).strip()
-
-
-def shown_message(condition: Mapping[str, Any]) -> str:
-    """A condition's message as the CLI shows it: any server URL in it without userinfo,
-    query string or fragment (a condition written by an older manager may hold one)."""
-    return kubeconfig.redact_text(str(condition.get("message") or ""))
-
-
-async def wait_active(
-    api: KubeApi,
-    name: str,
-    *,
-    timeout: float,
-    interval: float = 0.5,
-    on_update: Callable[[str], None] | None = None,
-) -> Obj:
-    """Poll the MultiKueueCluster until Active=True; on timeout, fail with its condition."""
-    deadline = time.monotonic() + timeout
-    condition: Obj | None = None
-    while True:
-        obj = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-        condition = active_condition(obj)
-        if condition is not None and condition.get("status") == "True":
-            return condition
-        if on_update is not None:
-            on_update(describe_active(condition))
-        if time.monotonic() >= deadline:
-            raise CliError(
-                f"{name} is not Active after {timeout:g}s: {describe_active(condition)}; "
-                "the kfed manager's log says more"
-            )
-        await asyncio.sleep(interval)
-
-
-# -- capacity of a worker --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityRow:
-    cluster_queue: str
-    flavor: str
-    resource: str
-    nominal: str
-    reserved: str
-    free: str
-
-
-def capacity_rows(cluster_queues: list[Obj]) -> list[CapacityRow]:
-    """Nominal, reserved and free quota per (ClusterQueue, flavor, resource), from the
-    ClusterQueues' spec and ``status.flavorsReservation`` (as the manager reads them)."""
-    rows = []
-    for cq in sorted(cluster_queues, key=lambda c: str(c["metadata"]["name"])):
-        for line in capacity.quota_lines(str(cq["metadata"]["name"]), cq):
-            rows.append(
-                CapacityRow(
-                    line.cluster_queue,
-                    line.flavor,
-                    line.resource,
-                    amount(line.resource, line.nominal),
-                    amount(line.resource, line.reserved),
-                    amount(line.resource, line.available),
-                )
-            )
-    return rows
-
-
-async def worker_capacity(name: str, checked: kubeconfig.CheckedKubeconfig) -> list[CapacityRow]:
-    """Read the worker's ClusterQueues with its own kubeconfig (from where the CLI runs)."""
-    api = await connect_dict(checked.config, checked.context, name=name)
-    try:
-        return capacity_rows((await api.list(R.CLUSTER_QUEUES))["items"])
-    except errors.KubeError as err:
-        raise from_kube_error(err, f"worker {name}") from None
-    finally:
-        await api.close()
-
-
-# -- list ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterRow:
-    name: str
-    active: str
-    reason: str
-    maintenance: str
-    configs: str
-    message: str
-
-
-def cluster_rows(mk_clusters: list[Obj], mk_configs: list[Obj]) -> list[ClusterRow]:
-    member_of: dict[str, list[str]] = {}
-    for config in sorted(mk_configs, key=lambda c: str(c["metadata"]["name"])):
-        for cluster in (config.get("spec") or {}).get("clusters") or []:
-            member_of.setdefault(str(cluster), []).append(str(config["metadata"]["name"]))
-    rows = []
-    for obj in sorted(mk_clusters, key=lambda c: str(c["metadata"]["name"])):
-        name = str(obj["metadata"]["name"])
-        condition = active_condition(obj) or {}
-        rows.append(
-            ClusterRow(
-                name=name,
-                active=str(condition.get("status", "Unknown")),
-                reason=str(condition.get("reason", "")),
-                maintenance=federated.maintenance_of(obj),
-                configs=",".join(member_of.get(name, [])),
-                message=shown_message(condition),
-            )
-        )
-    return rows
-
-
-async def list_clusters(api: KubeApi) -> list[ClusterRow]:
-    clusters = (await api.list(R.MULTIKUEUE_CLUSTERS))["items"]
-    configs = (await api.list(R.MULTIKUEUE_CONFIGS))["items"]
-    return cluster_rows(clusters, configs)
-
-
 # -- remove ----------------------------------------------------------------------------------
 
 
@@ -525,7 +350,7 @@ async def unregister(api: KubeApi, name: str, *, namespace: str) -> list[str]:
         mk_cluster = None
     for config in (await api.list(R.MULTIKUEUE_CONFIGS))["items"]:
         config_name = str(config["metadata"]["name"])
-        if name in ((config.get("spec") or {}).get("clusters") or []):
+        if name in items(config, "spec", "clusters"):
             edited = await _edit_config(
                 api, config_name, lambda names: [n for n in names if n != name], create=False
             )
@@ -543,8 +368,7 @@ async def unregister(api: KubeApi, name: str, *, namespace: str) -> list[str]:
         # No MultiKueueCluster: only delete a Secret of that name that kfed created.
         try:
             obj = await api.get(R.SECRETS, name, namespace)
-            labels = (obj.get("metadata") or {}).get("labels") or {}
-            if labels.get(MANAGED_BY_LABEL) == MANAGED_BY:
+            if labels_of(obj).get(MANAGED_BY_LABEL) == MANAGED_BY:
                 secret = name
         except errors.NotFound:
             pass

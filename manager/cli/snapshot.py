@@ -24,6 +24,7 @@ from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
+from manager.api.view import at, labels_of
 from manager.api.workload import Workload
 from manager.controllers import convert
 from manager.controllers import workloadstatus as ws
@@ -103,7 +104,7 @@ class Snapshot:
 
 
 def _key(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
+    meta = at(obj, "metadata")
     namespace, name = meta.get("namespace"), str(meta.get("name") or "")
     return f"{namespace}/{name}" if namespace else name
 
@@ -133,7 +134,7 @@ def _holds_quota(obj: Obj) -> bool:
     return (
         ws.has_reservation(obj)
         and not ws.is_finished(obj)
-        and not (obj.get("metadata") or {}).get("deletionTimestamp")
+        and not at(obj, "metadata").get("deletionTimestamp")
     )
 
 
@@ -200,9 +201,7 @@ def from_objects(
                 invalid,
             )
         },
-        namespaces={
-            _key(ns): dict((ns.get("metadata") or {}).get("labels") or {}) for ns in namespaces
-        },
+        namespaces={_key(ns): dict(labels_of(ns)) for ns in namespaces},
         held=tuple(
             h for _, h in _converted("Workload", filter(_holds_quota, workloads), held, invalid)
         ),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import ObjectView, annotations_of, at, items, labels_of
 from manager.cli.common import CliError
 from manager.cli.tables import age
 from manager.controllers import workloadstatus as ws
@@ -53,7 +54,7 @@ def workload_rows(items: list[Obj], *, now: float) -> list[WorkloadRow]:
                 namespace=str(meta["namespace"]),
                 name=str(meta["name"]),
                 kind=ws.owner_kind(wl),
-                queue=str((wl.get("spec") or {}).get("queueName") or ""),
+                queue=str(at(wl, "spec").get("queueName") or ""),
                 flavors=",".join(flavors_of(wl)),
                 cluster=cluster_of(wl),
                 state=state_of(wl),
@@ -95,10 +96,10 @@ def state_matches(row: WorkloadRow, states: tuple[str, ...]) -> bool:
 def wide_columns(wl: Obj) -> tuple[str, str, str]:
     """``-o wide``'s extra columns: the ClusterQueue of its admission, its priority, and the
     job it was made for (Kind/name)."""
-    status = wl.get("status") or {}
-    cluster_queue = str((status.get("admission") or {}).get("clusterQueue") or "")
-    priority = (wl.get("spec") or {}).get("priority")
-    owners = (wl.get("metadata") or {}).get("ownerReferences") or []
+    view = ObjectView(wl)
+    cluster_queue = ws.cluster_queue_of(wl)
+    priority = view.spec.get("priority")
+    owners = view.owner_references
     owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     job = f"{owner.get('kind')}/{owner.get('name')}" if owner else ""
     return cluster_queue, "" if priority is None else str(priority), job
@@ -144,7 +145,7 @@ async def resolve(api: KubeApi, namespace: str, name: str) -> tuple[Obj, Obj | N
     ]
     if found:
         return found[0], job
-    labels = job["metadata"].get("labels") or {}
+    labels = labels_of(job)
     queue = labels.get(C.QUEUE_NAME_LABEL) or ""
     prebuilt = labels.get(C.PREBUILT_WORKLOAD_LABEL)
     if not queue:
@@ -186,11 +187,11 @@ class Explanation:
 
 def _assignments(workload: Obj) -> list[str]:
     lines = []
-    for psa in (ws.status_of(workload).get("admission") or {}).get("podSetAssignments") or []:
-        usage = psa.get("resourceUsage") or {}
+    for psa in items(ws.status_of(workload), "admission", "podSetAssignments"):
+        usage = at(psa, "resourceUsage")
         parts = [
             f"{resource}={flavor}" + (f" ({usage[resource]})" if resource in usage else "")
-            for resource, flavor in sorted((psa.get("flavors") or {}).items())
+            for resource, flavor in sorted(at(psa, "flavors").items())
         ]
         lines.append(f"{psa.get('name', 'main')}: {', '.join(parts)}")
     return lines
@@ -225,8 +226,8 @@ _COUNTS = ("succeeded", "failed")
 def result_of(job: Obj | None) -> str:
     """How a job ended, as its final condition says (``Complete``, ``Failed``...), when,
     and its pod counts; "" while it has not ended."""
-    status = (job or {}).get("status") or {}
-    for condition in status.get("conditions") or []:
+    status = at(job, "status")
+    for condition in items(status, "conditions"):
         if condition.get("status") == "True" and condition.get("type") in _FINAL_CONDITIONS:
             text = str(condition["type"])
             when = status.get("completionTime") or condition.get("lastTransitionTime")
@@ -247,8 +248,8 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
     current = state_of(workload)
     decision, note = placement_of(workload)
     job_name = (
-        (job or {}).get("metadata", {}).get("name")
-        or (meta.get("annotations") or {}).get(C.JOB_NAME_ANNOTATION)
+        at(job, "metadata").get("name")
+        or annotations_of(workload).get(C.JOB_NAME_ANNOTATION)
         or ((registry.owner_of(workload) or (None, "/"))[1]).split("/", 1)[1]
     )
     notes = [note] if note else []
@@ -264,8 +265,8 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
         kind=ws.owner_kind(workload),
         state=current,
         summary=why(workload, placement=decision),
-        queue=str((workload.get("spec") or {}).get("queueName") or ""),
-        cluster_queue=str((status.get("admission") or {}).get("clusterQueue") or ""),
+        queue=str(at(workload, "spec").get("queueName") or ""),
+        cluster_queue=ws.cluster_queue_of(workload),
         # Finished: where it ran, kept on the Workload after its worker's objects are gone.
         cluster=(ran_on(workload) if current == FINISHED else "") or cluster_of(workload),
         assignments=_assignments(workload),

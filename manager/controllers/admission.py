@@ -16,6 +16,7 @@ from typing import Any
 
 from manager import core
 from manager.api import constants as C
+from manager.api.view import at, labels_of
 from manager.controllers import conditions, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
@@ -96,11 +97,11 @@ class AdmissionLoop:
             self._spawn(self._admit(admit))
         for preempt in result.preempted:
             preemptor = self.state.workloads.get(preempt.preemptor)
-            preemptor_meta = (preemptor or {}).get("metadata") or {}
+            preemptor_meta = at(preemptor, "metadata")
             for victim in preempt.victims:
                 message = told.preemption_message(
                     preemptor_uid=preemptor_meta.get("uid", ""),
-                    preemptor_job_uid=(preemptor_meta.get("labels") or {}).get(C.JOB_UID_LABEL, ""),
+                    preemptor_job_uid=labels_of(preemptor).get(C.JOB_UID_LABEL, ""),
                     reason=victim.reason.human,
                     preemptor_path=self.state.core.cluster_queue_path(preempt.cluster_queue),
                     preemptee_path=self.state.core.cluster_queue_path(victim.cluster_queue),

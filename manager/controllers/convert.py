@@ -20,6 +20,7 @@ from manager.api.pod import PodSpec, Taint, Toleration
 from manager.api.quota import ResourceGroup
 from manager.api.resourceflavor import ResourceFlavor
 from manager.api.topology import TopologyRequest
+from manager.api.view import at
 from manager.api.workload import Workload
 from manager.controllers import topologyassignment
 
@@ -94,9 +95,7 @@ def topology_request(request: TopologyRequest | None) -> core.TopologyRequest | 
 
 def topology(obj: Mapping[str, Any]) -> core.Topology:
     """A Topology object (as stored) for the core; ValueError without levels."""
-    levels = tuple(
-        str(level["nodeLabel"]) for level in ((obj.get("spec") or {}).get("levels") or [])
-    )
+    levels = tuple(str(level["nodeLabel"]) for level in (at(obj, "spec").get("levels") or []))
     if not levels:
         raise ValueError("spec.levels is empty")
     return core.Topology(str(obj["metadata"]["name"]), levels)
@@ -104,7 +103,7 @@ def topology(obj: Mapping[str, Any]) -> core.Topology:
 
 def node(obj: Mapping[str, Any]) -> core.Node:
     """What TAS reads of a Node: labels, taints, allocatable, Ready and unschedulable."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    spec, status = at(obj, "spec"), at(obj, "status")
     ready = any(
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in status.get("conditions") or []

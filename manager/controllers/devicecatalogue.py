@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from manager.api import dra
+from manager.api.view import at
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
@@ -48,7 +49,7 @@ def merged(parts: Iterable[tuple[str, dra.DeviceCatalogue]]) -> dra.DeviceCatalo
         for name, device_class in catalogue.classes.items():
             classes.setdefault(name, device_class)
         for s in catalogue.slices:
-            spec = s.get("spec") or {}
+            spec = at(s, "spec")
             pool = dict(spec.get("pool") or {})
             pool["name"] = f"{cluster}/{pool.get('name', '')}"
             slices.append({**s, "spec": {**spec, "pool": pool}})

@@ -10,6 +10,7 @@ version of the object that the step wrote.
 from __future__ import annotations
 
 from manager.api import constants as C
+from manager.api.view import at
 from manager.controllers import workloadstatus as ws
 from manager.kube.api import Obj
 from manager.kube.events import EventRecorder
@@ -120,7 +121,7 @@ def preempted(
     evicted(events, victim, C.REASON_EVICTED_BY_PREEMPTION, message)
     events.normal(victim, "Preempted", f"{message}; {suffix}")
     if preemptor is not None:
-        uid = (victim.get("metadata") or {}).get("uid") or "UNKNOWN"
+        uid = at(victim, "metadata").get("uid") or "UNKNOWN"
         events.normal(
             preemptor,
             "PreemptedWorkload",
@@ -130,7 +131,7 @@ def preempted(
 
 
 def _priority(workload: Obj | None) -> int:
-    value = ((workload or {}).get("spec") or {}).get("priority")
+    value = at(workload, "spec").get("priority")
     return value if isinstance(value, int) else 0
 
 

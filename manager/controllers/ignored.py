@@ -8,12 +8,13 @@ Topology fields (a flavor's ``topologyName``, a pod set's ``topologyRequest``) a
 
 from __future__ import annotations
 
+from manager.api.view import at
 from manager.kube.api import Obj
 
 
 def workload_notes(wl: Obj) -> list[tuple[str, str]]:
     """(reason, message) for each ignored field of a Workload that asks for something."""
-    spec = wl.get("spec") or {}
+    spec = at(wl, "spec")
     notes = []
     seconds = spec.get("maximumExecutionTimeSeconds")
     if seconds:
@@ -36,7 +37,7 @@ def workload_notes(wl: Obj) -> list[tuple[str, str]]:
 
 
 def cluster_queue_notes(cq: Obj) -> list[tuple[str, str]]:
-    spec = cq.get("spec") or {}
+    spec = at(cq, "spec")
     notes = []
     mode = (spec.get("admissionScope") or {}).get("admissionMode")
     if mode == "UsageBasedAdmissionFairSharing":

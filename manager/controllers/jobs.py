@@ -17,22 +17,20 @@ A job created by a MultiKueue manager on a worker names its Workload in the
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
 from manager.api import dra
-from manager.controllers import devicecatalogue, spans, taspods
+from manager.api.view import annotations_of, at, labels_of
+from manager.controllers import devicecatalogue, jobplacement, jobworkload, spans
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.base import JobKind, MissingReference, PodSetPlacement
+from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.kube import errors
 from manager.kube import resources as R
-from manager.kube.api import KubeApi
 from manager.kube.informer import Event, Informer
 from manager.kube.update import patch_guarded
 from manager.kube.workqueue import WorkQueue
@@ -44,105 +42,6 @@ MISSING_REFERENCE_RETRY = 10.0
 """Seconds between tries to make the Workload of a job whose runtime (or other referenced
 object) does not exist yet."""
 Obj = dict[str, Any]
-
-
-def queue_name(job: Obj) -> str | None:
-    return ((job.get("metadata") or {}).get("labels") or {}).get(C.QUEUE_NAME_LABEL)
-
-
-def workload_for_job(
-    job: Obj,
-    priority_class_value: Callable[[str], int | None],
-    kind: JobKind = BATCH_JOB,
-    device_charge: dra.Charge | dra.Refused | None = None,
-) -> Obj:
-    """The Workload the manager creates for a queued job (without its trace annotation): its
-    kind's pod sets, the priority of its WorkloadPriorityClass label, else of its first pod
-    template that sets one, and what its pods' device claims are charged (``device_charge``,
-    from ``dra.charge``; see ``with_device_charge``). ``kfed whatif`` builds the same one to
-    ask the admission core about a job not created yet."""
-    meta = job["metadata"]
-    namespace, name = kind.workload_key(job).split("/", 1)
-    pod_sets = kind.workload_pod_sets(job)
-    body: Obj = {
-        "apiVersion": C.API_VERSION,
-        "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {C.JOB_UID_LABEL: meta.get("uid", "")},
-            "annotations": {C.JOB_NAME_ANNOTATION: meta["name"]},
-            "ownerReferences": [
-                {
-                    "apiVersion": kind.resource.api_version,
-                    "kind": kind.resource.kind,
-                    "name": meta["name"],
-                    "uid": meta.get("uid", ""),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": {"queueName": queue_name(job), "podSets": pod_sets},
-    }
-    wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
-    value = priority_class_value(wpc) if wpc else None
-    pod_priorities = [
-        int(p)
-        for ps in pod_sets
-        if (p := ((ps.get("template") or {}).get("spec") or {}).get("priority")) is not None
-    ]
-    if wpc and value is not None:
-        ref = {"group": C.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}
-        body["spec"]["priorityClassRef"] = ref
-        body["spec"]["priority"] = value
-    elif pod_priorities:
-        body["spec"]["priority"] = pod_priorities[0]
-    if device_charge is not None:
-        with_device_charge(body, device_charge)
-    return body
-
-
-def with_device_charge(body: Obj, device_charge: dra.Charge | dra.Refused) -> Obj:
-    """Record on a Workload being created what its device claims are charged, once: a
-    template changed later changes nothing, and the worker that runs the copy charges the
-    same. Claims that cannot be charged are recorded with the reason: the admission core
-    keeps such a workload pending, Inadmissible, with that message (``convert.workload``)."""
-    annotations = body["metadata"].setdefault("annotations", {})
-    if isinstance(device_charge, dra.Refused):
-        annotations[dra.REFUSED_ANNOTATION] = device_charge.message
-        return body
-    if device_charge.per_pod:
-        annotations[dra.CHARGE_ANNOTATION] = device_charge.annotation()
-    if device_charge.replaced:
-        annotations[dra.REPLACED_ANNOTATION] = device_charge.replaced_annotation()
-    return body
-
-
-async def device_charge(
-    api: KubeApi,
-    pod_sets: list[Obj],
-    namespace: str,
-    mappings: dra.DeviceClassMappings,
-    catalogue: devicecatalogue.CatalogueSource,
-) -> dra.Charge | dra.Refused | dra.TemplateMissing | dra.DevicesUnknown | None:
-    """What the pods of ``pod_sets`` are charged for their devices (``dra.charge``), from the
-    namespace's ResourceClaimTemplates as they are now and, when a charge needs them, the
-    DeviceClasses and ResourceSlices ``catalogue`` gives; None when they ask for no device
-    and no extended resource. The job controller calls it once per Workload; ``kfed whatif``
-    calls it for a job not created yet."""
-    claims = dra.has_claims(pod_sets)
-    needs_catalogue = dra.needs_catalogue(pod_sets, mappings)
-    if not claims and not needs_catalogue:
-        return None
-    templates: dict[str, Obj] = {}
-    for template_name in dra.template_names(pod_sets):
-        with contextlib.suppress(errors.NotFound):
-            templates[template_name] = await api.get(
-                R.RESOURCE_CLAIM_TEMPLATES, template_name, namespace
-            )
-    devices = await catalogue(claims and mappings.counter_based) if needs_catalogue else None
-    return dra.charge(pod_sets, templates, mappings, devices)
 
 
 class JobController:
@@ -179,8 +78,8 @@ class JobController:
 
     def _on_job(self, event: Event) -> None:
         if event.type == "DELETED":
-            prebuilt = (event.obj["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
-            if queue_name(event.obj) and not prebuilt:
+            prebuilt = labels_of(event.obj).get(C.PREBUILT_WORKLOAD_LABEL)
+            if jobworkload.queue_name(event.obj) and not prebuilt:
                 self.queue.add(f"deleted:{self._key(event.obj)}")
             elif prebuilt and self.kind.outcome(event.obj) is not None:
                 # Deleted finished (a TTL controller, ttlSecondsAfterFinished: 0) maybe before
@@ -190,7 +89,7 @@ class JobController:
                 self.finished_deleted[key] = event.obj
                 self.queue.add(f"finished-deleted:{key}")
             return
-        if queue_name(event.obj) or self.state.workloads.get(self._key(event.obj)):
+        if jobworkload.queue_name(event.obj) or self.state.workloads.get(self._key(event.obj)):
             self.queue.add(event.key)
 
     def _on_workload(self, event: Event) -> None:
@@ -206,7 +105,7 @@ class JobController:
             await self._finish_deleted(key.removeprefix("finished-deleted:"))
             return None
         job = self.jobs.get(key)
-        if job is None or not queue_name(job):
+        if job is None or not jobworkload.queue_name(job):
             return None
         wl = self.state.workloads.get(self._key(job))
         with tracing.workload_context(wl):
@@ -217,7 +116,7 @@ class JobController:
         if wl is None:
             if outcome is None:
                 await self._keep_suspended(job)
-                if not (job["metadata"].get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL):
+                if not labels_of(job).get(C.PREBUILT_WORKLOAD_LABEL):
                     return await self._create_workload(job)
             return None
         if outcome is not None:
@@ -238,7 +137,7 @@ class JobController:
             return None
         # A fenced job stays stopped even while this cache still holds its copy active:
         # another replica of the shim may have fenced it a moment ago (docs/operations.md).
-        fenced = C.FENCED_ANNOTATION in (job["metadata"].get("annotations") or {})
+        fenced = C.FENCED_ANNOTATION in annotations_of(job)
         if runnable and suspended and not fenced:
             await self._start(job, wl)
         elif not runnable and not suspended:
@@ -254,8 +153,8 @@ class JobController:
         Workload follows while it holds no quota, as upstream Kueue's job reconciler does;
         holding quota, it stays where it was admitted, and the job is told. True when the
         Workload was moved (its event brings us back)."""
-        wanted = queue_name(job)
-        current = (wl.get("spec") or {}).get("queueName")
+        wanted = jobworkload.queue_name(job)
+        current = at(wl, "spec").get("queueName")
         if not wanted or wanted == current:
             return False
         meta = job["metadata"]
@@ -283,7 +182,7 @@ class JobController:
 
     def _trace_finish(self, job: Obj, wl: Obj, succeeded: bool, message: str) -> None:
         """A worker records how its copy ran; the manager records the end of the story."""
-        role, status = self.role, job.get("status") or {}
+        role, status = self.role, at(job, "status")
         outcome = {"kfed.succeeded": succeeded, "kfed.message": message}
         error = None if succeeded else message
         if role == "manager":
@@ -328,7 +227,7 @@ class JobController:
                 err,
             )
             return MISSING_REFERENCE_RETRY
-        body = workload_for_job(resolved, self.state.priority_class_value, self.kind)
+        body = jobworkload.workload_for_job(resolved, self.state.priority_class_value, self.kind)
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         device_charge = await self._device_charge(body["spec"]["podSets"], namespace)
         if isinstance(device_charge, dra.TemplateMissing | dra.DevicesUnknown):
@@ -341,9 +240,9 @@ class JobController:
             )
             return MISSING_REFERENCE_RETRY
         if device_charge is not None:
-            with_device_charge(body, device_charge)
+            jobworkload.with_device_charge(body, device_charge)
         body["metadata"]["annotations"][tracing.TRACEPARENT_ANNOTATION] = self._start_trace(job)
-        wpc = (meta.get("labels") or {}).get(C.PRIORITY_CLASS_LABEL)
+        wpc = labels_of(job).get(C.PRIORITY_CLASS_LABEL)
         if wpc and "priorityClassRef" not in body["spec"]:
             log.warning(
                 "%s %s/%s names WorkloadPriorityClass %s, which does not exist; "
@@ -379,7 +278,7 @@ class JobController:
     ) -> dra.Charge | dra.Refused | dra.TemplateMissing | dra.DevicesUnknown | None:
         """What its pods' devices are charged (``device_charge``); read here, once: the charge
         is recorded on the Workload."""
-        return await device_charge(
+        return await jobworkload.device_charge(
             self.state.api, pod_sets, namespace, self.device_class_mappings, self.device_catalogue
         )
 
@@ -404,9 +303,9 @@ class JobController:
             "k8s.namespace.name": meta.get("namespace"),
             "k8s.job.name": meta.get("name"),
             "kfed.job.kind": self.kind.resource.kind,
-            "kueue.local_queue": queue_name(job),
+            "kueue.local_queue": jobworkload.queue_name(job),
         }
-        if (meta.get("annotations") or {}).get(tracing.TRACEPARENT_ANNOTATION):
+        if annotations_of(job).get(tracing.TRACEPARENT_ANNOTATION):
             tracing.record(
                 "submit", job, start=meta.get("creationTimestamp"), attributes=attributes
             )
@@ -415,39 +314,10 @@ class JobController:
             "submit", start=meta.get("creationTimestamp"), attributes=attributes
         )
 
-    def _placements(self, wl: Obj) -> dict[str, PodSetPlacement]:
-        """Per pod set: the nodeSelector and tolerations it runs with under this admission
-        (its submitted ones, plus its flavors' and its admission checks' podSetUpdates)."""
-        submitted = _submitted(wl)
-        admission = ws.status_of(wl).get("admission") or {}
-        updates: dict[str, list[Obj]] = {}
-        for check in ws.status_of(wl).get("admissionChecks") or []:
-            for update in check.get("podSetUpdates") or []:
-                updates.setdefault(str(update.get("name", "")), []).append(update)
-        result = {}
-        for psa in admission.get("podSetAssignments") or []:
-            name = str(psa.get("name", ""))
-            base = submitted.get(name, PodSetPlacement({}, []))
-            selector, tolerations = dict(base.node_selector), list(base.tolerations)
-            sources = [
-                (self.state.flavors.get(f) or {}).get("spec") or {}
-                for f in sorted(set((psa.get("flavors") or {}).values()))
-            ]
-            for fspec in sources:
-                selector.update(fspec.get("nodeLabels") or {})
-                tolerations += [t for t in fspec.get("tolerations") or [] if t not in tolerations]
-            for update in updates.get(name, []):
-                selector.update(update.get("nodeSelector") or {})
-                tolerations += [t for t in update.get("tolerations") or [] if t not in tolerations]
-            placement = PodSetPlacement(selector, tolerations)
-            if psa.get("topologyAssignment"):
-                placement = _placed_by_topology(placement, base, name, wl)
-            result[name] = placement
-        return result
-
     async def _start(self, job: Obj, wl: Obj) -> None:
         current: Obj | None = job
-        for patch in self.kind.run_patches(job, self._placements(wl)):
+        placements = jobplacement.placements(wl, self.state.flavors.get)
+        for patch in self.kind.run_patches(job, placements):
             if current is None:
                 return  # gone meanwhile
             current = await self._patch_job(current, patch)
@@ -457,7 +327,7 @@ class JobController:
     async def _restore(self, job: Obj, wl: Obj) -> None:
         """Put back the templates the job was submitted with (kept in its Workload), once its
         controller has stopped its pods after the suspension."""
-        patch = self.kind.restore_patch(job, _submitted(wl))
+        patch = self.kind.restore_patch(job, jobplacement.submitted(wl))
         if patch is not None:
             await self._patch_job(job, patch)
 
@@ -479,55 +349,3 @@ class JobController:
     async def _delete_workload(self, key: str) -> None:
         namespace, name = key.split("/", 1)
         await self.state.api.delete(R.WORKLOADS, name, namespace)
-
-
-def _submitted(wl: Obj) -> dict[str, PodSetPlacement]:
-    """Each pod set's nodeSelector and tolerations as submitted (the Workload keeps them),
-    and for a pod set placed by topology its labels, annotations and scheduling gates too
-    (what ``_placed_by_topology`` adds is taken back on eviction)."""
-    result = {}
-    for ps in (wl.get("spec") or {}).get("podSets") or []:
-        template = ps.get("template") or {}
-        spec, meta = template.get("spec") or {}, template.get("metadata") or {}
-        placement = PodSetPlacement(
-            dict(spec.get("nodeSelector") or {}), list(spec.get("tolerations") or [])
-        )
-        if ps.get("topologyRequest") or _admitted_by_topology(wl, str(ps.get("name", ""))):
-            placement = dataclasses.replace(
-                placement,
-                labels=dict(meta.get("labels") or {}),
-                annotations=dict(meta.get("annotations") or {}),
-                scheduling_gates=list(spec.get("schedulingGates") or []),
-            )
-        result[str(ps.get("name", ""))] = placement
-    return result
-
-
-def _admitted_by_topology(wl: Obj, pod_set: str) -> bool:
-    admission = ws.status_of(wl).get("admission") or {}
-    return any(
-        psa.get("name") == pod_set and psa.get("topologyAssignment")
-        for psa in admission.get("podSetAssignments") or []
-    )
-
-
-def _placed_by_topology(
-    placement: PodSetPlacement, submitted: PodSetPlacement, pod_set: str, wl: Obj
-) -> PodSetPlacement:
-    """A pod set with a topology assignment: its pods are created behind the topology gate,
-    labelled and named after their Workload, for the ungater (topologyungater.py) to give
-    each one its domain's nodeSelector."""
-    gates = [g for g in submitted.scheduling_gates or [] if g.get("name") != taspods.TOPOLOGY_GATE]
-    return dataclasses.replace(
-        placement,
-        labels={
-            **(submitted.labels or {}),
-            taspods.TAS_LABEL: "true",
-            taspods.PODSET_LABEL: pod_set,
-        },
-        annotations={
-            **(submitted.annotations or {}),
-            taspods.WORKLOAD_ANNOTATION: str(wl["metadata"]["name"]),
-        },
-        scheduling_gates=[*gates, {"name": taspods.TOPOLOGY_GATE}],
-    )

@@ -14,6 +14,7 @@ from typing import Any
 from manager import core
 from manager.api import constants as C
 from manager.api import quantity
+from manager.api.view import at
 from manager.controllers import conditions
 from manager.controllers.state import ClusterState
 from manager.kube import errors
@@ -46,7 +47,7 @@ class QueueStatusWriter:
         self.period = period
 
     def _missing_checks(self, cq: dict[str, Any]) -> list[str]:
-        strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
+        strategy = at(cq, "spec").get("admissionChecksStrategy") or {}
         names = [r["name"] for r in strategy.get("admissionChecks") or []]
         return [n for n in names if self.state.admission_checks.get(n) is None]
 
@@ -63,7 +64,7 @@ class QueueStatusWriter:
         elif missing and active:
             active, reason = False, C.REASON_ADMISSION_CHECK_NOT_FOUND
             message = "Can't admit new workloads: missing AdmissionCheck(s): " + ", ".join(missing)
-        conds = list((obj.get("status") or {}).get("conditions") or [])
+        conds = list(at(obj, "status").get("conditions") or [])
         conditions.set_condition(conds, C.ACTIVE, active, reason, message)
         return {
             "conditions": conds,
@@ -79,7 +80,7 @@ class QueueStatusWriter:
         view = self.state.core.local_queue_status(core.LocalQueueKey(key))
         if view is None:
             return None
-        conds = list((obj.get("status") or {}).get("conditions") or [])
+        conds = list(at(obj, "status").get("conditions") or [])
         conditions.set_condition(conds, C.ACTIVE, view.active, view.reason, view.message)
         return {
             "conditions": conds,
@@ -103,7 +104,7 @@ class QueueStatusWriter:
         ):
             for obj in informer.items():
                 status = compute(obj)
-                if status is not None and not _same(status, obj.get("status") or {}):
+                if status is not None and not _same(status, dict(at(obj, "status"))):
                     changes.append((res, obj["metadata"], status))
         slots = asyncio.Semaphore(STATUS_WRITES_AT_ONCE)
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from manager import core
+from manager.api.view import at
 from manager.controllers import workloadstatus as ws
 from manager.telemetry import tracing
 
@@ -23,14 +24,14 @@ def step_name(role: str, step: str) -> str:
 
 
 def workload_attributes(role: str, obj: Obj) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
+    meta = at(obj, "metadata")
     status = ws.status_of(obj)
     return {
         tracing.ROLE_ATTRIBUTE: role,
         "k8s.namespace.name": meta.get("namespace"),
         "kueue.workload": meta.get("name"),
         "kfed.job.kind": ws.owner_kind(obj) or None,
-        "kueue.local_queue": (obj.get("spec") or {}).get("queueName"),
+        "kueue.local_queue": at(obj, "spec").get("queueName"),
         "kueue.cluster_queue": (status.get("admission") or {}).get("clusterQueue"),
     }
 

@@ -23,6 +23,7 @@ from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
 from manager.api.resourceflavor import ResourceFlavor
 from manager.api.tasprovisioning import Topology
+from manager.api.view import at, labels_of
 from manager.controllers import convert, ignored
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
@@ -231,9 +232,7 @@ class ClusterState:
         if event.type == "DELETED":
             self.core.delete_namespace(name)
         else:
-            self.core.set_namespace_labels(
-                name, (event.obj.get("metadata") or {}).get("labels") or {}
-            )
+            self.core.set_namespace_labels(name, labels_of(event.obj))
         self.kick()
 
     # -- lookups used by the controllers -------------------------------------------------
@@ -242,7 +241,7 @@ class ClusterState:
         lq = self.local_queues.get(f"{namespace}/{queue_name}")
         if lq is None:
             return None
-        return self.cluster_queues.get(str((lq.get("spec") or {}).get("clusterQueue", "")))
+        return self.cluster_queues.get(str(at(lq, "spec").get("clusterQueue", "")))
 
     def queued_cluster_queue(self, workload: Obj) -> str:
         """The ClusterQueue a workload is in: the one holding its quota
@@ -251,9 +250,9 @@ class ClusterState:
         reserved = ws.cluster_queue_of(workload)
         if reserved:
             return reserved
-        meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+        meta, spec = at(workload, "metadata"), at(workload, "spec")
         lq = self.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName') or ''}")
-        return str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
+        return str(at(lq, "spec").get("clusterQueue") or "")
 
     def admission_check_names(self, cluster_queue: str) -> list[str]:
         """The checks every workload of this ClusterQueue must pass (admissionChecksStrategy)."""

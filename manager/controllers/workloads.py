@@ -18,6 +18,7 @@ import pydantic
 
 from manager import core
 from manager.api import constants as C
+from manager.api.view import at
 from manager.api.workload import Workload
 from manager.controllers import convert, ignored, spans
 from manager.controllers import eventreasons as told
@@ -126,7 +127,7 @@ class WorkloadController:
     def _requeue_delay(self, obj: dict[str, Any]) -> float | None:
         if _evicted_reason(obj) == C.REASON_EVICTED_BY_PREEMPTION:
             return None
-        count = int((ws.status_of(obj).get("requeueState") or {}).get("count") or 0)
+        count = int(at(ws.status_of(obj), "requeueState").get("count") or 0)
         delay: float = self.settings.requeue_base_seconds * 2.0**count
         return min(self.settings.requeue_max_seconds, delay) * random.uniform(0.9, 1.1)
 

@@ -10,13 +10,14 @@ from typing import Any
 
 from manager import core
 from manager.api import constants as C
+from manager.api.view import annotations_of, at, items, labels_of
 from manager.controllers import conditions, convert
 
 Obj = dict[str, Any]
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
+    meta = at(obj, "metadata")
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
@@ -31,7 +32,7 @@ def has_reservation(obj: Mapping[str, Any]) -> bool:
 
 def cluster_queue_of(obj: Mapping[str, Any]) -> str:
     """The ClusterQueue holding the workload's reservation; empty while it holds none."""
-    return str((status_of(obj).get("admission") or {}).get("clusterQueue") or "")
+    return str(at(status_of(obj), "admission").get("clusterQueue") or "")
 
 
 def is_finished(obj: Mapping[str, Any]) -> bool:
@@ -47,7 +48,7 @@ def is_admitted(obj: Mapping[str, Any]) -> bool:
 
 
 def is_active(obj: Mapping[str, Any]) -> bool:
-    return (obj.get("spec") or {}).get("active", True) is not False
+    return at(obj, "spec").get("active", True) is not False
 
 
 def parse_time(value: str | None) -> float | None:
@@ -61,11 +62,11 @@ def format_time(epoch: float) -> str:
 
 
 def creation_time(obj: Mapping[str, Any]) -> float:
-    return parse_time((obj.get("metadata") or {}).get("creationTimestamp")) or 0.0
+    return parse_time(at(obj, "metadata").get("creationTimestamp")) or 0.0
 
 
 def requeue_at(obj: Mapping[str, Any]) -> float | None:
-    return parse_time((status_of(obj).get("requeueState") or {}).get("requeueAt"))
+    return parse_time(at(status_of(obj), "requeueState").get("requeueAt"))
 
 
 def reservation_time(obj: Mapping[str, Any]) -> float | None:
@@ -99,8 +100,8 @@ def workload_name_for_job(job_name: str, job_uid: str) -> str:
 
 def workload_key_for(job: Mapping[str, Any], prefix: str = "job") -> str:
     """The Workload of a job: the prebuilt one a MultiKueue manager named, else its own."""
-    meta = job.get("metadata") or {}
-    prebuilt = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+    meta = at(job, "metadata")
+    prebuilt = labels_of(job).get(C.PREBUILT_WORKLOAD_LABEL)
     name = prebuilt or workload_name_for(prefix, meta.get("name", ""), meta.get("uid", ""))
     return f"{meta.get('namespace')}/{name}"
 
@@ -108,8 +109,7 @@ def workload_key_for(job: Mapping[str, Any], prefix: str = "job") -> str:
 def owner_kind(obj: Mapping[str, Any]) -> str:
     """The kind of job the workload was made for (its controller owner's kind: Job, JobSet,
     RayCluster...; "" for a Workload that no job owns)."""
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
+    for ref in items(obj, "metadata", "ownerReferences"):
         if ref.get("controller"):
             return str(ref.get("kind") or "")
     return ""
@@ -117,8 +117,8 @@ def owner_kind(obj: Mapping[str, Any]) -> str:
 
 def owner_job(obj: Mapping[str, Any]) -> str | None:
     """``namespace/name`` of the Job that owns this Workload, if one does."""
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
+    meta = at(obj, "metadata")
+    for ref in items(obj, "metadata", "ownerReferences"):
         if (
             ref.get("kind") == "Job"
             and ref.get("apiVersion") == "batch/v1"
@@ -126,8 +126,8 @@ def owner_job(obj: Mapping[str, Any]) -> str | None:
         ):
             return f"{meta.get('namespace')}/{ref.get('name')}"
     # A copy made by a MultiKueue manager: the Job (created later) names it, not the reverse.
-    job_name = (meta.get("annotations") or {}).get(C.JOB_NAME_ANNOTATION)
-    if job_name and (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL):
+    job_name = annotations_of(obj).get(C.JOB_NAME_ANNOTATION)
+    if job_name and labels_of(obj).get(C.MULTIKUEUE_ORIGIN_LABEL):
         return f"{meta.get('namespace')}/{job_name}"
     return None
 
@@ -236,7 +236,7 @@ def release(obj: Obj, *, requeue_at: float | None, now: float) -> Obj | None:
         conditions.set_condition(
             conds, C.REQUEUED, True, reason, "The workload is back in its queue"
         )
-    count = int((status.get("requeueState") or {}).get("count") or 0) + 1
+    count = int(at(status, "requeueState").get("count") or 0) + 1
     requeue_state: Obj = {"count": count}
     if requeue_at is not None and requeue_at > now:
         requeue_state["requeueAt"] = format_time(requeue_at)

@@ -38,8 +38,9 @@ from manager.core.model import (
     PreemptionPolicy,
     WorkloadKey,
 )
+from manager.core.pending import PendingWorkload
 from manager.core.preemption import Preemptor, Target
-from manager.core.queues import PendingWorkload, QueueManager
+from manager.core.queues import QueueManager
 from manager.core.reasons import PendingKind, PendingReason
 
 

@@ -18,18 +18,16 @@ from manager.federation.runtime import FederationController
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.leader import LeaderElector
-from manager.observability.history import History, Sample, counter_totals
-from manager.observability.state import (
-    Snapshot,
+from manager.observability.clusterrows import (
     cluster_rows,
-    cohort_quotas,
     gpus_reserved,
-    local_queue_samples,
     multikueue_cluster_samples,
-    queue_rows,
-    workload_rows,
 )
+from manager.observability.history import History, Sample, counter_totals
+from manager.observability.queuerows import cohort_quotas, local_queue_samples, queue_rows
+from manager.observability.state import Snapshot
 from manager.observability.workloadpage import WorkloadDetails
+from manager.observability.workloadrows import workload_rows
 from manager.telemetry import tracing
 from manager.telemetry.metrics import Metrics
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from manager.api import view
 from manager.controllers import workloadstatus as ws
 from manager.federation.engine.retaining import ran_on
 from manager.federation.engine.workloadview import (
@@ -79,7 +80,7 @@ def event_times(event: Obj) -> tuple[float | None, float | None]:
 
 def timeline(workload: Obj, job: Obj | None, events: Sequence[Obj]) -> list[Moment]:
     """The workload's story, oldest first."""
-    meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+    meta, spec = view.at(workload, "metadata"), view.at(workload, "spec")
     moments: list[Moment] = []
     created = parse_time(meta.get("creationTimestamp"))
     if created is not None:
@@ -100,7 +101,7 @@ def timeline(workload: Obj, job: Obj | None, events: Sequence[Obj]) -> list[Mome
         moments.append(Moment(first, what, message, tone))
         if count > 1:  # the last time too (the times between are not kept)
             moments.append(Moment(last, what, message, tone, count))
-    job_status = (job or {}).get("status") or {}
+    job_status = view.at(job, "status")
     started = parse_time(job_status.get("startTime"))
     if started is not None:
         # Its first start: a failover keeps the Job's startTime (the timeline says where).
@@ -148,7 +149,7 @@ def _decision(placement: Placement | None, note: str | None) -> str:
 
 def render(details: WorkloadDetails) -> str:
     wl = details.workload
-    meta, spec, status = wl.get("metadata") or {}, wl.get("spec") or {}, ws.status_of(wl)
+    meta, spec, status = view.at(wl, "metadata"), view.at(wl, "spec"), ws.status_of(wl)
     moments = timeline(wl, details.job, details.events)
     start = moments[0].at if moments else 0.0
     story = _rows(
@@ -211,8 +212,8 @@ def render(details: WorkloadDetails) -> str:
 
 def _job_name(wl: Obj, job: Obj | None) -> str:
     if job is not None:
-        return str((job.get("metadata") or {}).get("name") or "")
-    for ref in (wl.get("metadata") or {}).get("ownerReferences") or []:
+        return str(view.at(job, "metadata").get("name") or "")
+    for ref in view.at(wl, "metadata").get("ownerReferences") or []:
         return str(ref.get("name") or "")
     return ""
 

@@ -13,15 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from manager.cli.drills import plot
-from manager.cli.drills.report import (
-    DrillReport,
-    Interval,
-    ManagerSample,
-    Restoration,
-    WorkerSample,
-    as_json,
-    build,
-)
+from manager.cli.drills.intervals import Interval, ManagerSample, WorkerSample
+from manager.cli.drills.output import as_json
+from manager.cli.drills.report import DrillReport, Restoration, build
 from manager.cli.main import main
 
 TARGET, DEST, IDLE = "worker-1", "worker-2", "worker-3"

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from manager.cli.drills.report import DrillReport, Interval, fmt
+from manager.cli.drills.intervals import Interval
+from manager.cli.drills.report import DrillReport, fmt
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

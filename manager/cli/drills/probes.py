@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import at, labels_of
 from manager.cli import prediction, submission
 from manager.cli.common import CliError, usage_error
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
@@ -124,7 +125,7 @@ def flavor_candidates(cq: Obj) -> tuple[list[str], dict[str, str]]:
     order, and the requests the queue covers."""
     flavors: list[str] = []
     covered: set[str] = set()
-    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+    for rg in at(cq, "spec").get("resourceGroups") or []:
         resources = {str(r) for r in rg.get("coveredResources") or []}
         if resources & set(PROBE_REQUESTS):
             covered |= resources
@@ -176,7 +177,7 @@ async def plan_probes(
     }
     reasons = []
     for name in candidates:
-        labels = ((manager_flavors.get(name) or {}).get("spec") or {}).get("nodeLabels") or {}
+        labels = at(manager_flavors.get(name), "spec", "nodeLabels")
         plan = replace(
             base,
             flavor=name,
@@ -232,8 +233,8 @@ async def running_probes(api: KubeApi, plan: ProbePlan) -> dict[str, int]:
     pods = await api.list(R.PODS, plan.namespace, label_selector=f"{RUN_LABEL}={plan.run_id}")
     counts: dict[str, int] = {}
     for pod in pods["items"]:
-        if (pod.get("status") or {}).get("phase") == "Running":
-            probe = (pod["metadata"].get("labels") or {}).get(PROBE_LABEL, "")
+        if at(pod, "status").get("phase") == "Running":
+            probe = labels_of(pod).get(PROBE_LABEL, "")
             counts[probe] = counts.get(probe, 0) + 1
     return counts
 

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager.api.view import at, labels_of
+from manager.cli.clusterstatus import active_condition
+from manager.cli.drills.intervals import ManagerSample, WorkerSample
 from manager.cli.drills.probes import PROBE_LABEL, RUN_LABEL, ProbePlan
-from manager.cli.drills.report import ManagerSample, WorkerSample
-from manager.cli.registration import active_condition
 from manager.controllers import workloadstatus as ws
 from manager.kube import errors
 from manager.kube import resources as R
@@ -53,9 +54,9 @@ def placed_on(workload: Obj | None) -> str:
 
 def running_by_probe(pods: list[Obj]) -> frozenset[str]:
     return frozenset(
-        str((p["metadata"].get("labels") or {}).get(PROBE_LABEL, ""))
+        str(labels_of(p).get(PROBE_LABEL, ""))
         for p in pods
-        if (p.get("status") or {}).get("phase") == "Running"
+        if at(p, "status").get("phase") == "Running"
     )
 
 

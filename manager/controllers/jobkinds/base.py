@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from manager.api.view import at, items
 from manager.controllers import taspods
 from manager.controllers import workloadstatus as ws
 from manager.kube.api import KubeApi
@@ -96,7 +97,7 @@ class JobKind(ABC):
         """How it ended, or None while it has not."""
 
     def is_suspended(self, job: Obj) -> bool:
-        return bool((job.get("spec") or {}).get("suspend"))
+        return bool(at(job, "spec").get("suspend"))
 
     def suspend_fields(self, suspend: bool) -> Obj:
         """The merge-patch fields that suspend (or resume) it."""
@@ -112,8 +113,8 @@ class JobKind(ABC):
 
     def owner_of(self, workload: Obj) -> str | None:
         """``namespace/name`` of the job of this kind that owns the Workload, if one does."""
-        meta = workload.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or []:
+        meta = at(workload, "metadata")
+        for ref in items(meta, "ownerReferences"):
             if (
                 ref.get("controller")
                 and ref.get("kind") == self.resource.kind
@@ -126,7 +127,7 @@ class JobKind(ABC):
         """The spec of a worker's copy of this job: the manager's, suspended (it runs once
         the worker admits its Workload), without ``managedBy`` (the worker's own controller
         of the kind runs it)."""
-        spec = copy.deepcopy(job.get("spec") or {})
+        spec = copy.deepcopy(dict(at(job, "spec")))
         spec.pop("managedBy", None)
         spec.update(self.suspend_fields(True)["spec"])
         return spec
@@ -134,12 +135,12 @@ class JobKind(ABC):
     def status_for_manager(self, remote: Obj) -> Obj:
         """The status the manager's object takes from the worker's copy (all of it, by
         default: the manager's object only mirrors the run)."""
-        return copy.deepcopy(remote.get("status") or {})
+        return copy.deepcopy(dict(at(remote, "status")))
 
     # -- the same for every kind -----------------------------------------------------------
 
     def managed_by(self, job: Obj) -> str:
-        return str((job.get("spec") or {}).get("managedBy") or "")
+        return str(at(job, "spec").get("managedBy") or "")
 
     def workload_name(self, job_name: str, job_uid: str) -> str:
         return ws.workload_name_for(self.workload_prefix, job_name, job_uid)
@@ -188,8 +189,8 @@ class JobKind(ABC):
         """Each pod set's nodeSelector and tolerations as the job has them now."""
         return {
             ps.name: PodSetPlacement(
-                dict((ps.template.get("spec") or {}).get("nodeSelector") or {}),
-                list((ps.template.get("spec") or {}).get("tolerations") or []),
+                dict(at(ps.template, "spec", "nodeSelector")),
+                list(items(ps.template, "spec", "tolerations")),
             )
             for ps in self.pod_sets(job)
         }
@@ -210,10 +211,18 @@ class JobKind(ABC):
         return pod_sets
 
 
+def own_template(holder: Mapping[str, Any]) -> Obj:
+    """The pod template in ``holder`` (a job's spec, a pod set, a replicated job) as the
+    object's own dict, not a copy: ``with_templates`` edits it in place on its copy of the
+    job. A new empty dict where there is none."""
+    found = at(holder, "template")
+    return found if isinstance(found, dict) else {}
+
+
 def outcome_of_conditions(job: Obj, succeeded: str, failed: str, kind: str) -> Outcome | None:
     """How a job ended by its ``succeeded`` or ``failed`` condition (True), with its
     message (else "<kind> finished successfully" / "<kind> failed")."""
-    for c in (job.get("status") or {}).get("conditions") or []:
+    for c in items(job, "status", "conditions"):
         if c.get("status") == "True" and c.get("type") in (succeeded, failed):
             ok = c["type"] == succeeded
             default = f"{kind} finished successfully" if ok else f"{kind} failed"

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from manager.api.view import at
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet, outcome_of_conditions
+from manager.controllers.jobkinds.base import (
+    JobKind,
+    Obj,
+    Outcome,
+    PodSet,
+    outcome_of_conditions,
+    own_template,
+)
 from manager.kube import resources as R
 
 GENERATED_LABELS = (
@@ -16,7 +27,7 @@ GENERATED_LABELS = (
 must not carry the manager's (the worker's Job controller sets its own)."""
 
 
-def pods_per_job(job_spec: Obj) -> int:
+def pods_per_job(job_spec: Mapping[str, Any]) -> int:
     """Pods a Job runs at once: ``parallelism`` (1 when unset), at most ``completions``."""
     parallelism = job_spec.get("parallelism")
     count = 1 if parallelism is None else int(parallelism)
@@ -32,19 +43,19 @@ class BatchJob(JobKind):
     status_counters = ("active", "ready", "terminating")
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
-        spec = job.get("spec") or {}
-        return [PodSet("main", pods_per_job(spec), spec.get("template") or {})]
+        spec = at(job, "spec")
+        return [PodSet("main", pods_per_job(spec), own_template(spec))]
 
     def outcome(self, job: Obj) -> Outcome | None:
         return outcome_of_conditions(job, "Complete", "Failed", "Job")
 
     def is_active(self, job: Obj) -> bool:
-        return bool((job.get("status") or {}).get("active"))
+        return bool(at(job, "status").get("active"))
 
     def templates_mutable(self, job: Obj) -> bool:
         # The Job controller clears startTime once a suspended Job's pods are gone; until then
         # the API server refuses template changes.
-        return not (job.get("status") or {}).get("startTime")
+        return not at(job, "status").get("startTime")
 
     def owner_of(self, workload: Obj) -> str | None:
         return ws.owner_job(workload)
@@ -52,9 +63,9 @@ class BatchJob(JobKind):
     def spec_for_worker(self, job: Obj) -> Obj:
         spec = super().spec_for_worker(job)
         spec.pop("selector", None)  # the worker's Job controller picks its own
-        template_meta = (spec.get("template") or {}).get("metadata")
+        template_meta = own_template(spec).get("metadata")
         if template_meta:
-            labels = template_meta.get("labels") or {}
+            labels = at(template_meta, "labels")
             template_meta["labels"] = {k: v for k, v in labels.items() if k not in GENERATED_LABELS}
         return spec
 

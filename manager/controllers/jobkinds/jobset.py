@@ -4,7 +4,15 @@ JobSet is admitted at once (gang) and placed on one worker."""
 
 from __future__ import annotations
 
-from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet, outcome_of_conditions
+from manager.api.view import at, items
+from manager.controllers.jobkinds.base import (
+    JobKind,
+    Obj,
+    Outcome,
+    PodSet,
+    outcome_of_conditions,
+    own_template,
+)
 from manager.controllers.jobkinds.batchjob import pods_per_job
 from manager.kube.resources import Resource
 
@@ -19,14 +27,14 @@ class JobSetKind(JobKind):
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         result = []
-        for rj in (job.get("spec") or {}).get("replicatedJobs") or []:
-            job_spec = (rj.get("template") or {}).get("spec") or {}
+        for rj in items(job, "spec", "replicatedJobs"):
+            job_spec = at(rj, "template", "spec")
             replicas = 1 if rj.get("replicas") is None else int(rj["replicas"])
             result.append(
                 PodSet(
                     str(rj.get("name", "")),
                     replicas * pods_per_job(job_spec),
-                    job_spec.get("template") or {},
+                    own_template(job_spec),
                 )
             )
         return result
@@ -35,7 +43,7 @@ class JobSetKind(JobKind):
         return outcome_of_conditions(job, "Completed", "Failed", "JobSet")
 
     def is_active(self, job: Obj) -> bool:
-        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
+        statuses = items(job, "status", "replicatedJobsStatus")
         return any(int(s.get("active") or 0) > 0 for s in statuses)
 
 

@@ -4,7 +4,8 @@ until deleted: it never finishes."""
 
 from __future__ import annotations
 
-from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet
+from manager.api.view import at, items
+from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet, own_template
 from manager.kube.resources import Resource
 
 RAYCLUSTERS = Resource("ray.io", "v1", "rayclusters", "RayCluster", True)
@@ -17,25 +18,22 @@ class RayClusterKind(JobKind):
     pod_label = "ray.io/cluster"
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
-        spec = job.get("spec") or {}
-        head = spec.get("headGroupSpec") or {}
-        result = [PodSet("head", 1, head.get("template") or {})]
-        for group in spec.get("workerGroupSpecs") or []:
+        spec = at(job, "spec")
+        result = [PodSet("head", 1, own_template(at(spec, "headGroupSpec")))]
+        for group in items(spec, "workerGroupSpecs"):
             replicas = group.get("replicas")
             hosts = group.get("numOfHosts")
             count = (1 if replicas is None else int(replicas)) * (
                 1 if hosts is None else max(int(hosts), 1)
             )
-            result.append(
-                PodSet(str(group.get("groupName", "")), count, group.get("template") or {})
-            )
+            result.append(PodSet(str(group.get("groupName", "")), count, own_template(group)))
         return result
 
     def outcome(self, job: Obj) -> Outcome | None:
         return None
 
     def is_active(self, job: Obj) -> bool:
-        status = job.get("status") or {}
+        status = at(job, "status")
         return int(status.get("readyWorkerReplicas") or 0) > 0 or status.get("state") == "ready"
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from typing import Any
 
+from manager.api.view import annotations_of, at, items
 from manager.controllers.jobkinds.base import (
     JobKind,
     MissingReference,
@@ -58,7 +60,7 @@ class TrainJobKind(JobKind):
     pod_label = JOBSET.pod_label  # its pods are its JobSet's, named after it
 
     async def with_references(self, job: Obj, api: KubeApi) -> Obj:
-        ref = (job.get("spec") or {}).get("runtimeRef") or {}
+        ref = at(job, "spec", "runtimeRef")
         name = str(ref.get("name") or "")
         cluster_scoped = (ref.get("kind") or "ClusterTrainingRuntime") == "ClusterTrainingRuntime"
         res = CLUSTER_TRAINING_RUNTIMES if cluster_scoped else TRAINING_RUNTIMES
@@ -71,7 +73,7 @@ class TrainJobKind(JobKind):
                 f"its runtime {res.kind} {name!r}{where} does not exist"
             ) from None
         resolved = copy.deepcopy(job)
-        resolved[RUNTIME_KEY] = runtime.get("spec") or {}
+        resolved[RUNTIME_KEY] = dict(at(runtime, "spec"))
         return resolved
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
@@ -81,7 +83,7 @@ class TrainJobKind(JobKind):
         return outcome_of_conditions(job, "Complete", "Failed", "TrainJob")
 
     def is_active(self, job: Obj) -> bool:
-        statuses = (job.get("status") or {}).get("jobsStatus") or []
+        statuses = items(job, "status", "jobsStatus")
         return any(int(s.get("active") or 0) > 0 for s in statuses)
 
     def spec_for_worker(self, job: Obj) -> Obj:
@@ -98,7 +100,7 @@ class TrainJobKind(JobKind):
     def with_templates(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
         changed = copy.deepcopy(job)
         ours = [admission_override(name, p) for name, p in sorted(placements.items())]
-        overrides = user_overrides(changed.get("spec") or {}) + [o for o in ours if o]
+        overrides = user_overrides(at(changed, "spec")) + [o for o in ours if o]
         spec = changed.setdefault("spec", {})
         if overrides:
             spec["podTemplateOverrides"] = overrides
@@ -118,12 +120,12 @@ class TrainJobKind(JobKind):
     def placements_of(self, job: Obj) -> dict[str, PodSetPlacement]:
         return {
             target["name"]: PodSetPlacement(
-                dict((o.get("spec") or {}).get("nodeSelector") or {}),
-                list((o.get("spec") or {}).get("tolerations") or []),
+                dict(at(o, "spec", "nodeSelector")),
+                list(items(o, "spec", "tolerations")),
             )
-            for o in (job.get("spec") or {}).get("podTemplateOverrides") or []
+            for o in items(job, "spec", "podTemplateOverrides")
             if _is_ours(o)
-            for target in o.get("targetJobs") or []
+            for target in items(o, "targetJobs")
         }
 
 
@@ -134,13 +136,13 @@ def child_jobset_spec(job: Obj) -> Obj:
     if RUNTIME_KEY not in job:
         raise MissingReference("its runtime was not read (TrainJobKind.with_references)")
     runtime: Obj = job[RUNTIME_KEY]
-    spec = copy.deepcopy(((runtime.get("template") or {}).get("spec")) or {})
-    trainer = (job.get("spec") or {}).get("trainer") or {}
-    num_nodes = trainer.get("numNodes") or (runtime.get("mlPolicy") or {}).get("numNodes") or 1
-    overrides = (job.get("spec") or {}).get("podTemplateOverrides") or []
+    spec = copy.deepcopy(dict(at(runtime, "template", "spec")))
+    trainer = at(job, "spec", "trainer")
+    num_nodes = trainer.get("numNodes") or at(runtime, "mlPolicy").get("numNodes") or 1
+    overrides = items(job, "spec", "podTemplateOverrides")
     for rj in spec.get("replicatedJobs") or []:
         job_template = rj.setdefault("template", {})
-        labels = (job_template.get("metadata") or {}).get("labels") or {}
+        labels = at(job_template, "metadata", "labels")
         job_spec = job_template.setdefault("spec", {})
         pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
         if labels.get(ANCESTOR_LABEL) == TRAINER_STEP:
@@ -150,29 +152,28 @@ def child_jobset_spec(job: Obj) -> Obj:
                     if container.get("name") == NODE_CONTAINER:
                         container["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
         for override in overrides:
-            if rj.get("name") not in {t.get("name") for t in override.get("targetJobs") or []}:
+            if rj.get("name") not in {t.get("name") for t in items(override, "targetJobs")}:
                 continue
-            o_spec = override.get("spec") or {}
+            o_spec = at(override, "spec")
             if o_spec.get("nodeSelector"):
                 pod_spec["nodeSelector"] = {
-                    **(pod_spec.get("nodeSelector") or {}),
+                    **at(pod_spec, "nodeSelector"),
                     **o_spec["nodeSelector"],
                 }
             if o_spec.get("tolerations"):
                 pod_spec["tolerations"] = [
-                    *(pod_spec.get("tolerations") or []),
+                    *items(pod_spec, "tolerations"),
                     *o_spec["tolerations"],
                 ]
     return spec
 
 
 def _is_ours(override: Obj) -> bool:
-    annotations = (override.get("metadata") or {}).get("annotations") or {}
-    return ADMISSION_OVERRIDE in annotations
+    return ADMISSION_OVERRIDE in annotations_of(override)
 
 
-def user_overrides(spec: Obj) -> list[Obj]:
-    return [o for o in spec.get("podTemplateOverrides") or [] if not _is_ours(o)]
+def user_overrides(spec: Mapping[str, Any]) -> list[Obj]:
+    return [o for o in items(spec, "podTemplateOverrides") if not _is_ours(o)]
 
 
 def admission_override(pod_set: str, placement: PodSetPlacement) -> Obj | None:

@@ -7,68 +7,21 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.federation.settings import PLACEMENT_ANNOTATION
+from tests import builders
+from tests.builders import T0
+from tests.builders import local_queue as local_queue
+from tests.builders import multikueue_check as multikueue_check
 
 Obj = dict[str, Any]
-T0 = "2024-01-01T00:00:00Z"
 
 
 def flavor(name: str) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": {"gpu.model": name}},
-    }
+    return builders.gpu_flavor(name)
 
 
 def cluster_queue(name: str, gpus: dict[str, int], checks: list[str] | None = None) -> Obj:
-    spec: Obj = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "nvidia.com/gpu"],
-                "flavors": [
-                    {
-                        "name": f,
-                        "resources": [
-                            {"name": "cpu", "nominalQuota": 64},
-                            {"name": "nvidia.com/gpu", "nominalQuota": n},
-                        ],
-                    }
-                    for f, n in gpus.items()
-                ],
-            }
-        ],
-    }
-    if checks:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def local_queue(namespace: str, name: str, cq: str) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": cq},
-    }
-
-
-def multikueue_check(name: str, config: str) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "AdmissionCheck",
-        "metadata": {"name": name},
-        "spec": {
-            "controllerName": C.MULTIKUEUE_CONTROLLER_NAME,
-            "parameters": {"apiGroup": C.GROUP, "kind": "MultiKueueConfig", "name": config},
-        },
-    }
+    quotas = {f: {"cpu": 64, "nvidia.com/gpu": n} for f, n in gpus.items()}
+    return builders.cluster_queue(name, quotas, checks=checks or ())
 
 
 def job_yaml(
@@ -106,31 +59,11 @@ spec:
 def workload(
     namespace: str, name: str, queue: str, *, annotations: dict[str, str] | None = None
 ) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
-        "spec": {
-            "queueName": queue,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}},
-                }
-            ],
-        },
-    }
+    return builders.workload(name, namespace=namespace, queue=queue, annotations=annotations or {})
 
 
 def condition(kind: str, status: bool, reason: str, message: str) -> Obj:
-    return {
-        "type": kind,
-        "status": "True" if status else "False",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": T0,
-    }
+    return builders.condition(kind, status, reason, message)
 
 
 def pending_status(message: str) -> Obj:

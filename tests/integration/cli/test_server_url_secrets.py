@@ -18,14 +18,15 @@ from click.testing import Result
 from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.cli.registration import active_condition, multikueue_cluster
+from manager.cli.clusterstatus import active_condition
+from manager.cli.registration import multikueue_cluster
 from manager.controllers.settings import ControllerSettings
 from manager.federation.runtime import FederationController
 from manager.federation.settings import FederationSettings
 from manager.federation.workers import kubeconfig
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
-from manager.observability.state import cluster_rows
+from manager.observability.clusterrows import cluster_rows
 from tests.integration.cli.conftest import Cleanup, Kfed, Kube
 
 pytestmark = pytest.mark.integration

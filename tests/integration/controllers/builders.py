@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from manager.api import constants as C
+from tests import builders
+from tests.builders import local_queue as local_queue
+from tests.builders import priority_class as priority_class
 
 Obj = dict[str, Any]
 
 
 def flavor(name: str, model: str) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": {"gpu.model": model}},
-    }
+    return builders.gpu_flavor(name, model)
 
 
 def cluster_queue(
@@ -28,49 +26,15 @@ def cluster_queue(
     preemption: Obj | None = None,
     strategy: str = "BestEffortFIFO",
 ) -> Obj:
-    gpu: Obj = {"name": "nvidia.com/gpu", "nominalQuota": gpus}
+    """64 cpus and ``gpus`` GPUs of one flavor."""
+    gpu: Obj = {"nominalQuota": gpus}
     if borrowing_limit is not None:
         gpu["borrowingLimit"] = borrowing_limit
-    spec: Obj = {
-        "namespaceSelector": {},
-        "queueingStrategy": strategy,
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "nvidia.com/gpu"],
-                "flavors": [
-                    {"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": 64}, gpu]}
-                ],
-            }
-        ],
-    }
-    if cohort:
-        spec["cohortName"] = cohort
+    spec: Obj = {"queueingStrategy": strategy}
     if preemption:
         spec["preemption"] = preemption
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def local_queue(namespace: str, name: str, cq: str) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": cq},
-    }
-
-
-def priority_class(name: str, value: int) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "WorkloadPriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-    }
+    quotas = {flavor_name: {"cpu": 64, "nvidia.com/gpu": gpu}}
+    return builders.cluster_queue(name, quotas, cohort=cohort, **spec)
 
 
 def job(

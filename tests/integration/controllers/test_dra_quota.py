@@ -7,7 +7,6 @@ charge is the one recorded when the Workload was made, whatever the template say
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,10 +18,10 @@ from manager.api import dra
 from manager.controllers import workloadstatus as ws
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
-from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.tasks import stop_tasks
+from tests import builders as b
 from tests.integration.controllers.helpers import condition, workload_of
 
 pytestmark = pytest.mark.full
@@ -87,44 +86,13 @@ async def queues(api: KubeApi, ns: str, unique: str) -> AsyncIterator[str]:
     """ClusterQueue ``dra-<unique>`` with 3 of the mapped resource; LocalQueue ``lq`` in
     ``ns``. Yields the ClusterQueue's name."""
     flavor, cq = f"dra-{unique}", f"dra-{unique}"
-    await api.create(
-        R.RESOURCE_FLAVORS,
-        {"apiVersion": C.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor}},
-    )
-    resources = [{"name": "cpu", "nominalQuota": "10"}, {"name": GPU, "nominalQuota": 3}]
-    await api.create(
-        R.CLUSTER_QUEUES,
-        {
-            "apiVersion": C.API_VERSION,
-            "kind": "ClusterQueue",
-            "metadata": {"name": cq},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", GPU],
-                        "flavors": [{"name": flavor, "resources": resources}],
-                    }
-                ],
-            },
-        },
-    )
-    await api.create(
-        R.LOCAL_QUEUES,
-        {
-            "apiVersion": C.API_VERSION,
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": ns},
-            "spec": {"clusterQueue": cq},
-        },
-    )
-    yield cq
-    with contextlib.suppress(errors.NotFound):
-        await api.delete(R.LOCAL_QUEUES, "lq", ns)
-    with contextlib.suppress(errors.NotFound):
-        await api.delete(R.CLUSTER_QUEUES, cq)
-    with contextlib.suppress(errors.NotFound):
-        await api.delete(R.RESOURCE_FLAVORS, flavor)
+    async with b.queue_set(
+        api,
+        b.resource_flavor(flavor),
+        b.cluster_queue(cq, {flavor: {"cpu": "10", GPU: 3}}),
+        b.local_queue(ns, "lq", cq),
+    ):
+        yield cq
 
 
 async def reserved(api: KubeApi, ns: str, job: str) -> dict[str, Any] | None:

@@ -15,7 +15,8 @@ from manager.kube.api import KubeApi, Obj
 from tests.integration.controllers import builders as b
 from tests.integration.controllers.conftest import StartController, create_cluster_scoped
 from tests.integration.controllers.helpers import workload_of
-from worker_shim.fencing import FENCED_ANNOTATION, stop_pods
+from worker_shim.fencing import FENCED_ANNOTATION
+from worker_shim.podstopping import stop_pods
 
 pytestmark = pytest.mark.full
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from e2e.local.cluster import KWOK_NODE_ANNOTATION
+from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.api.tasprovisioning import Topology
@@ -31,6 +31,7 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.kube.tasks import stop_tasks
+from tests import builders as b
 from tests.integration.controllers.helpers import condition, workload_of
 
 pytestmark = pytest.mark.full
@@ -89,57 +90,24 @@ async def bed(api: KubeApi, ns: str, unique: str) -> AsyncIterator[Bed]:
                 "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOST}]},
             },
         )
+        toleration = {
+            "key": "kfed.test/tas",
+            "operator": "Equal",
+            "value": unique,
+            "effect": "NoSchedule",
+        }
         await create(
             R.RESOURCE_FLAVORS,
-            {
-                "apiVersion": C.API_VERSION,
-                "kind": "ResourceFlavor",
-                "metadata": {"name": name},
-                "spec": {
-                    "nodeLabels": {"kfed.test/tas": unique},
-                    "topologyName": name,
-                    "tolerations": [
-                        {
-                            "key": "kfed.test/tas",
-                            "operator": "Equal",
-                            "value": unique,
-                            "effect": "NoSchedule",
-                        }
-                    ],
-                },
-            },
+            b.resource_flavor(
+                name,
+                node_labels={"kfed.test/tas": unique},
+                tolerations=[toleration],
+                topology=name,
+            ),
         )
-        resources = [
-            {"name": "cpu", "nominalQuota": "100"},
-            {"name": "nvidia.com/gpu", "nominalQuota": "100"},
-        ]
-        await create(
-            R.CLUSTER_QUEUES,
-            {
-                "apiVersion": C.API_VERSION,
-                "kind": "ClusterQueue",
-                "metadata": {"name": name},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu", "nvidia.com/gpu"],
-                            "flavors": [{"name": name, "resources": resources}],
-                        }
-                    ],
-                },
-            },
-        )
-        await create(
-            R.LOCAL_QUEUES,
-            {
-                "apiVersion": C.API_VERSION,
-                "kind": "LocalQueue",
-                "metadata": {"name": "lq", "namespace": ns},
-                "spec": {"clusterQueue": name},
-            },
-            ns,
-        )
+        quotas = {name: {"cpu": "100", "nvidia.com/gpu": "100"}}
+        await create(R.CLUSTER_QUEUES, b.cluster_queue(name, quotas))
+        await create(R.LOCAL_QUEUES, b.local_queue(ns, "lq", name), ns)
 
         async def nodes_ready() -> bool:
             for names in racks.values():

@@ -22,7 +22,6 @@ from click.testing import CliRunner
 
 from e2e.local.cluster import LocalCluster
 from e2e.waiting import wait_for
-from manager.api import constants as C
 from manager.cli.main import main
 from manager.controllers.state import ClusterState
 from manager.federation import visibility
@@ -31,6 +30,7 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.observability.aggregated import AggregatedVisibilityServer
+from tests import builders as shared
 from tests.integration.controllers import builders
 from tests.integration.controllers.conftest import StartController, create_cluster_scoped
 
@@ -62,31 +62,8 @@ def host_address() -> str:
 
 
 def workload(namespace: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "busybox",
-                                    "resources": {"requests": {"nvidia.com/gpu": "1"}},
-                                }
-                            ]
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    main = shared.pod_set(requests={"nvidia.com/gpu": 1})
+    return shared.workload(name, namespace=namespace, queue="lq", pod_sets=[main])
 
 
 @pytest.fixture

@@ -36,8 +36,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from e2e.local.cluster import LocalCluster, free_ports
+from e2e.local.cluster import LocalCluster
 from e2e.local.federation import LocalFederation
+from e2e.local.ports import free_ports
 from e2e.local.process import ManagedProcess
 from e2e.waiting import wait_for
 from manager.api import constants as C
@@ -47,6 +48,7 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.resources import Resource
+from tests.builders import multikueue_check
 from tests.integration.controllers import builders as b
 from tests.integration.deploy.manifests import (
     DEPLOY,
@@ -164,15 +166,7 @@ async def queues(
     q = Queues(f"lpjobs-{unique}", f"lp-{unique}", f"lp-{unique}", f"lp-{unique}", f"lp-{unique}")
     manager_cq = b.cluster_queue(q.cluster_queue, q.flavor, gpus=2)
     manager_cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": q.check}]}
-    check = {
-        "apiVersion": C.API_VERSION,
-        "kind": "AdmissionCheck",
-        "metadata": {"name": q.check},
-        "spec": {
-            "controllerName": C.MULTIKUEUE_CONTROLLER_NAME,
-            "parameters": {"apiGroup": C.GROUP, "kind": "MultiKueueConfig", "name": q.config},
-        },
-    }
+    check = multikueue_check(q.check, q.config)
     plan: dict[str, list[tuple[Resource, Obj]]] = {
         "manager": [
             (R.NAMESPACES, {"metadata": {"name": q.jobs_namespace}}),

@@ -26,7 +26,7 @@ from manager.controllers import conditions
 from manager.federation.workers import credentials
 from manager.kube import errors
 from manager.kube import resources as R
-from manager.observability.state import cluster_rows
+from manager.observability.clusterrows import cluster_rows
 from tests.integration.eventlog import wait_for_story
 from tests.integration.federation.bed import NAMESPACE, Bed, proxied_kubeconfig
 

@@ -32,7 +32,7 @@ import yaml
 
 from e2e import examples
 from e2e.local import dra as bed_dra
-from e2e.local.cluster import KWOK_NODE_ANNOTATION
+from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.api import dra

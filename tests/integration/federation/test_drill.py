@@ -27,11 +27,12 @@ import yaml
 
 from e2e.waiting import wait_for
 from manager.api import constants as C
+from manager.cli.clusterstatus import active_condition
 from manager.cli.drills import breaking, probes
-from manager.cli.drills.breaking import DRILL_ANNOTATION
+from manager.cli.drills import servers as drillservers
 from manager.cli.drills.probes import RUN_LABEL
 from manager.cli.drills.report import fmt
-from manager.cli.registration import active_condition
+from manager.cli.drills.servers import DRILL_ANNOTATION
 from manager.federation.settings import FailoverPolicy
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -426,7 +427,7 @@ async def test_restore_puts_back_what_an_interrupted_drill_left(article_bed: Bed
     api = bed.manager_api
     before = (await api.get(R.SECRETS, "worker-3", NAMESPACE))["data"]["kubeconfig"]
     swap = breaking.SecretSwap(
-        api, NAMESPACE, "worker-3", breaking.REFUSED_SERVER, "dead01", "outage"
+        api, NAMESPACE, "worker-3", drillservers.REFUSED_SERVER, "dead01", "outage"
     )
     await swap.apply()  # ... and never restored
     plan = probes.ProbePlan(
@@ -450,7 +451,7 @@ async def test_restore_puts_back_what_an_interrupted_drill_left(article_bed: Bed
         assert "points at https://" in out and "deleted probe Job" in out
         secret = await api.get(R.SECRETS, "worker-3", NAMESPACE)
         assert DRILL_ANNOTATION not in (secret["metadata"].get("annotations") or {})
-        restored = breaking.secret_kubeconfig(secret)
+        restored = drillservers.secret_kubeconfig(secret)
         original = base64.b64decode(before).decode()
         assert yaml.safe_load(restored) == yaml.safe_load(original)
         assert not (await api.list(R.JOBS, label_selector=RUN_LABEL))["items"]

@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from e2e.local.cluster import free_ports
+from e2e.local.ports import free_ports
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws

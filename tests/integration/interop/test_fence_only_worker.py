@@ -20,7 +20,7 @@ import pytest
 
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.cli.registration import active_condition
+from manager.cli.clusterstatus import active_condition
 from manager.controllers import workloadstatus as ws
 from manager.federation.settings import FailoverPolicy
 from manager.kube import resources as R

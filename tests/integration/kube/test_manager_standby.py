@@ -25,9 +25,10 @@ import aiohttp
 import pytest
 
 from e2e import binaries
-from e2e.local.cluster import LocalCluster, free_ports
+from e2e.local.cluster import LocalCluster
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
+from e2e.local.ports import free_ports
 from e2e.waiting import WaitTimeout, wait_for
 from manager.controllers import workloadstatus as ws
 from manager.federation.settings import SHIM_HEARTBEAT_LEASE
@@ -35,6 +36,7 @@ from manager.federation.webhooks import webhookconfig
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from tests.builders import queue_set
 from tests.integration.controllers import builders as b
 from tests.integration.controllers.helpers import workload_of
 
@@ -74,13 +76,14 @@ async def queue(api: KubeApi, unique: str) -> AsyncIterator[str]:
     """A namespace with a LocalQueue "q" on a ClusterQueue of 4 GPUs; its name."""
     ns, flavor, cq = f"sb-{unique}", f"f-{unique}", f"cq-{unique}"
     await api.create(R.NAMESPACES, {"metadata": {"name": ns}})
-    await api.create(R.RESOURCE_FLAVORS, b.flavor(flavor, "h100"))
-    await api.create(R.CLUSTER_QUEUES, b.cluster_queue(cq, flavor, gpus=4))
-    await api.create(R.LOCAL_QUEUES, b.local_queue(ns, "q", cq), ns)
-    yield ns
+    queues = (
+        b.flavor(flavor, "h100"),
+        b.cluster_queue(cq, flavor, gpus=4),
+        b.local_queue(ns, "q", cq),
+    )
+    async with queue_set(api, *queues):
+        yield ns
     await api.delete(R.NAMESPACES, ns)
-    await api.delete(R.CLUSTER_QUEUES, cq)
-    await api.delete(R.RESOURCE_FLAVORS, flavor)
 
 
 class Process:

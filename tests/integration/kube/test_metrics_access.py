@@ -25,8 +25,9 @@ import aiohttp
 import pytest
 import yaml
 
-from e2e.local.cluster import LocalCluster, free_ports
+from e2e.local.cluster import LocalCluster
 from e2e.local.federation import LocalFederation
+from e2e.local.ports import free_ports
 from e2e.waiting import wait_for
 from manager.kube.api import KubeApi
 from manager.kube.resources import Resource

@@ -1,24 +1,23 @@
-"""Plain dicts of the objects the CLI reads, for unit tests."""
+"""Plain dicts of the objects the CLI reads, for unit tests: the shared builders
+(``tests/builders``) with the CLI tests' defaults (namespace ``ml-jobs``, queue ``gpu-lq``,
+a ClusterQueue's reservation in its status)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from manager.api import constants as C
+from tests import builders
+from tests.builders import T0, condition
+
+__all__ = ["admission", "cluster_queue", "condition", "flavor", "reserved_conditions", "workload"]
 
 Obj = dict[str, Any]
 
 
 def flavor(name: str, labels: dict[str, str] | None = None, taints: list[Obj] | None = None) -> Obj:
-    spec: Obj = {"nodeLabels": labels if labels is not None else {"gpu.model": name}}
-    if taints:
-        spec["nodeTaints"] = taints
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    node_labels = labels if labels is not None else {"gpu.model": name}
+    return builders.resource_flavor(name, node_labels=node_labels, taints=taints or ())
 
 
 def cluster_queue(
@@ -29,46 +28,17 @@ def cluster_queue(
     covered: tuple[str, ...] = ("cpu", "memory", "nvidia.com/gpu"),
     cohort: str | None = None,
 ) -> Obj:
-    """``quotas``: flavor -> resource -> nominal quota, in flavor order."""
-    spec: Obj = {
-        "resourceGroups": [
-            {
-                "coveredResources": list(covered),
-                "flavors": [
-                    {
-                        "name": f,
-                        "resources": [{"name": r, "nominalQuota": q} for r, q in res.items()],
-                    }
-                    for f, res in quotas.items()
-                ],
-            }
-        ]
-    }
-    if cohort:
-        spec["cohortName"] = cohort
-    status = {
+    """``quotas``: flavor -> resource -> nominal quota, in flavor order; ``reserved`` the
+    same shape, as the status's ``flavorsReservation``."""
+    body = builders.cluster_queue(name, quotas, covered=covered, cohort=cohort)
+    del body["spec"]["namespaceSelector"]
+    body["status"] = {
         "flavorsReservation": [
             {"name": f, "resources": [{"name": r, "total": str(v)} for r, v in res.items()]}
             for f, res in (reserved or {}).items()
         ]
     }
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": spec,
-        "status": status,
-    }
-
-
-def condition(kind: str, status: bool, reason: str = "", message: str = "") -> Obj:
-    return {
-        "type": kind,
-        "status": "True" if status else "False",
-        "reason": reason or kind,
-        "message": message,
-        "lastTransitionTime": "2024-01-01T00:00:00Z",
-    }
+    return body
 
 
 def workload(
@@ -82,7 +52,7 @@ def workload(
     cluster: str | None = None,
     nominated: list[str] | None = None,
     annotations: dict[str, str] | None = None,
-    created: str = "2024-01-01T00:00:00Z",
+    created: str = T0,
 ) -> Obj:
     status: Obj = {"conditions": conditions or []}
     if admission is not None:
@@ -93,18 +63,15 @@ def workload(
         status["clusterName"] = cluster
     if nominated:
         status["nominatedClusterNames"] = nominated
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "creationTimestamp": created,
-            "annotations": annotations or {},
-        },
-        "spec": {"queueName": queue, "podSets": []},
-        "status": status,
-    }
+    return builders.workload(
+        name,
+        namespace=namespace,
+        queue=queue,
+        pod_sets=[],
+        annotations=annotations or {},
+        created=created,
+        status=status,
+    )
 
 
 def admission(cq: str, flavor_name: str, gpus: int = 1) -> Obj:

@@ -235,7 +235,7 @@ def test_crds_writes_to_out_dir_and_the_old_output_still_works(tmp_path: Path) -
 def test_the_drill_report_has_its_own_flag_and_the_old_one_warns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from manager.cli.drills import command as drills
+    from manager.cli.drills import run as drillrun
 
     seen: list[Any] = []
 
@@ -243,7 +243,7 @@ def test_the_drill_report_has_its_own_flag_and_the_old_one_warns(
         seen.append(opts)
         return 0
 
-    monkeypatch.setattr(drills, "_drill", fake)
+    monkeypatch.setattr(drillrun, "drill", fake)
     base = ["drill", "maintenance", "--cluster", "w", "--kubeconfig", "/x"]
     result = CliRunner().invoke(main, [*base, "--report", "r.json", "--hold", "30s"])
     assert result.exit_code == 0, result.output

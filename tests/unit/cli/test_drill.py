@@ -18,27 +18,29 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.common import EXIT_USAGE, CliError
 from manager.cli.drills import breaking, probes
-from manager.cli.drills.command import report_path
+from manager.cli.drills import servers as drillservers
+from manager.cli.drills.intervals import (
+    Interval,
+    ManagerSample,
+    WorkerSample,
+    double_runs,
+    overlaps,
+    running_intervals,
+    unobserved,
+    unverified_runs,
+)
+from manager.cli.drills.options import report_path
+from manager.cli.drills.output import as_json, render
 from manager.cli.drills.report import (
     EXIT_DOUBLE_RUN,
     EXIT_FAILED,
     EXIT_OK,
     DrillReport,
-    Interval,
-    ManagerSample,
     Restoration,
-    WorkerSample,
-    as_json,
     build,
-    double_runs,
     fmt,
-    overlaps,
     probe_result,
-    render,
-    running_intervals,
     summarize,
-    unobserved,
-    unverified_runs,
 )
 from manager.cli.drills.watch import cluster_lost, placed_on, running_by_probe
 from manager.cli.main import main
@@ -288,14 +290,14 @@ current-context: w1
 
 
 def test_with_server_replaces_only_the_current_contexts_server() -> None:
-    rewritten = breaking.with_server(KUBECONFIG, "https://127.0.0.1:1")
+    rewritten = drillservers.with_server(KUBECONFIG, "https://127.0.0.1:1")
     config = yaml.safe_load(rewritten)
     clusters = {c["name"]: c["cluster"] for c in config["clusters"]}
     assert clusters["w1"] == {"server": "https://127.0.0.1:1", "certificate-authority-data": "Q0E="}
     assert clusters["other"]["server"] == "https://10.0.0.9:6443"
     assert config["users"] == yaml.safe_load(KUBECONFIG)["users"]
-    assert breaking.server_of(rewritten) == "https://127.0.0.1:1"
-    assert breaking.server_of(breaking.with_server(rewritten, "https://10.0.0.5:6443")) == (
+    assert drillservers.server_of(rewritten) == "https://127.0.0.1:1"
+    assert drillservers.server_of(drillservers.with_server(rewritten, "https://10.0.0.5:6443")) == (
         "https://10.0.0.5:6443"
     )
 
@@ -310,23 +312,25 @@ def test_with_server_replaces_only_the_current_contexts_server() -> None:
 )
 def test_with_server_refuses_malformed_kubeconfigs(text: str) -> None:
     with pytest.raises(ValueError):
-        breaking.with_server(text, "https://127.0.0.1:1")
+        drillservers.with_server(text, "https://127.0.0.1:1")
 
 
 def test_secret_kubeconfig_and_markers() -> None:
     secret = {
         "metadata": {"name": T, "namespace": "kueue-system"},
-        "data": {"kubeconfig": breaking.encode(KUBECONFIG)},
+        "data": {"kubeconfig": drillservers.encode(KUBECONFIG)},
     }
-    assert breaking.secret_kubeconfig(secret) == KUBECONFIG
+    assert drillservers.secret_kubeconfig(secret) == KUBECONFIG
     with pytest.raises(CliError, match="has no key 'kubeconfig'"):
-        breaking.secret_kubeconfig({"metadata": {}, "data": {}})
-    marker = breaking.drill_marker("abc123", "partition", original_server="https://10.0.0.5:6443")
-    obj = {"metadata": {"annotations": {breaking.DRILL_ANNOTATION: marker}}}
-    read = breaking.read_marker(obj)
+        drillservers.secret_kubeconfig({"metadata": {}, "data": {}})
+    marker = drillservers.drill_marker(
+        "abc123", "partition", original_server="https://10.0.0.5:6443"
+    )
+    obj = {"metadata": {"annotations": {drillservers.DRILL_ANNOTATION: marker}}}
+    read = drillservers.read_marker(obj)
     assert read is not None and read["originalServer"] == "https://10.0.0.5:6443"
     assert read["run"] == "abc123" and read["kind"] == "partition"
-    assert breaking.read_marker({"metadata": {}}) is None
+    assert drillservers.read_marker({"metadata": {}}) is None
 
 
 @pytest.mark.parametrize(
@@ -337,13 +341,13 @@ def test_secret_kubeconfig_and_markers() -> None:
     ],
 )
 def test_blackhole_addresses(address: str, url: str) -> None:
-    assert breaking.server_url(address) == url
+    assert drillservers.server_url(address) == url
 
 
 @pytest.mark.parametrize("address", ["10.255.255.1", "http://h:80", "", ":80"])
 def test_bad_blackhole_addresses_are_usage_errors(address: str) -> None:
     with pytest.raises(CliError) as caught:
-        breaking.server_url(address)
+        drillservers.server_url(address)
     assert caught.value.code == EXIT_USAGE
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.cli.drills.report import WorkerSample, double_runs
+from manager.cli.drills.intervals import WorkerSample, double_runs
 from manager.cli.drills.watch import Watcher
 
 P = "probe-1"

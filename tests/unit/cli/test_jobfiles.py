@@ -89,6 +89,8 @@ def test_several_documents_parse_in_order() -> None:
         ("", "has no YAML documents"),
         ("key: [unclosed\n", "is not valid YAML"),
         (LIGHT_JOB.replace("  name: light-job\n", ""), "has no metadata.name"),
+        # A metadata that is not a mapping: the view's error, as a usage error.
+        ("apiVersion: batch/v1\nkind: Job\nmetadata: light-job\n", "metadata is not an object"),
         (
             "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {}\n",
             "is not a valid Job: spec.template",

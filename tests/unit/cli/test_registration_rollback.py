@@ -18,6 +18,7 @@ from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli import cluster, registration
 from manager.cli.common import EXIT_FAILED, CliError, Target
+from manager.cli.rollback import Rollback, rollback_summary
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R
@@ -170,7 +171,7 @@ def config_obj(name: str, clusters: list[str]) -> Obj:
     }
 
 
-async def register(api: MemoryApi, rollback: registration.Rollback, **kw: Any) -> list[str]:
+async def register(api: MemoryApi, rollback: Rollback, **kw: Any) -> list[str]:
     return await registration.register(
         api,  # type: ignore[arg-type]
         kw.pop("name", "w1"),
@@ -182,7 +183,7 @@ async def register(api: MemoryApi, rollback: registration.Rollback, **kw: Any) -
 
 
 async def test_a_new_worker_is_rolled_back_to_nothing() -> None:
-    api, rollback = MemoryApi(), registration.Rollback()
+    api, rollback = MemoryApi(), Rollback()
 
     done = await register(api, rollback)
     assert done[:4] == [
@@ -205,7 +206,7 @@ async def test_a_new_worker_is_rolled_back_to_nothing() -> None:
 
 
 async def test_what_existed_before_is_put_back_never_deleted() -> None:
-    api, rollback = MemoryApi(), registration.Rollback()
+    api, rollback = MemoryApi(), Rollback()
     api.put(R.NAMESPACES, {"metadata": {"name": NS}})
     old_text = worker_kubeconfig("https://10.0.0.9:6443", token="old")
     api.put(
@@ -250,9 +251,9 @@ async def test_what_existed_before_is_put_back_never_deleted() -> None:
 
 async def test_re_adding_a_registered_worker_unchanged_undoes_nothing() -> None:
     api = MemoryApi()
-    await register(api, registration.Rollback())
+    await register(api, Rollback())
     before = api.state()
-    rollback = registration.Rollback()
+    rollback = Rollback()
 
     done = await register(api, rollback)
 
@@ -266,7 +267,7 @@ async def test_re_adding_a_registered_worker_unchanged_undoes_nothing() -> None:
 
 
 async def test_a_failure_midway_undoes_the_steps_already_made() -> None:
-    api, rollback = MemoryApi(), registration.Rollback()
+    api, rollback = MemoryApi(), Rollback()
     api.fail[("create", R.MULTIKUEUE_CONFIGS.plural)] = errors.Forbidden(
         403, "Forbidden", "cannot create multikueueconfigs"
     )
@@ -285,7 +286,7 @@ async def test_a_failure_midway_undoes_the_steps_already_made() -> None:
 
 
 async def test_what_others_changed_meanwhile_is_kept_and_said() -> None:
-    api, rollback = MemoryApi(), registration.Rollback()
+    api, rollback = MemoryApi(), Rollback()
     api.put(R.SECRETS, {"metadata": {"name": "w1", "namespace": NS}, "data": {}})
     await register(api, rollback)
     # meanwhile: someone else rewrites the Secret and puts a ConfigMap in the new namespace
@@ -303,7 +304,7 @@ async def test_what_others_changed_meanwhile_is_kept_and_said() -> None:
 
 
 async def test_a_step_that_cannot_be_undone_is_reported() -> None:
-    api, rollback = MemoryApi(), registration.Rollback()
+    api, rollback = MemoryApi(), Rollback()
     await register(api, rollback)
     api.fail[("delete", R.SECRETS.plural)] = errors.Forbidden(403, "Forbidden", "no delete")
     api.fail[("list", R.SECRETS.plural)] = errors.Forbidden(403, "Forbidden", "no list")
@@ -311,7 +312,7 @@ async def test_a_step_that_cannot_be_undone_is_reported() -> None:
     undone, failed = await rollback.run()
 
     assert failed == [f"delete Secret {NS}/w1 (no delete)", f"delete Namespace {NS} (no list)"]
-    summary = registration.rollback_summary("w1", undone, failed)
+    summary = rollback_summary("w1", undone, failed)
     assert summary.startswith(f"could not undo all it changed: delete Secret {NS}/w1 (no delete)")
     assert "kfed cluster remove w1" in summary
 

@@ -24,7 +24,7 @@ from manager.api.resourceflavor import ResourceFlavor
 from manager.api.workload import Workload
 from manager.cli import manageradmission, prediction, snapshot, whatif
 from manager.cli.manageradmission import Outcome
-from manager.controllers import convert, jobs
+from manager.controllers import convert, jobworkload
 from manager.controllers.workloads import priority_of
 
 Obj = dict[str, Any]
@@ -208,7 +208,7 @@ def manager_replay(objects: dict[str, list[Obj]], the_job: Obj) -> Replay:
         admission = convert.admission_from_status(obj["status"]["admission"])
         c.add_admitted(wl, admission, reserved_at=0.0, admitted=True)
         holders.append(wl.key)
-    model = Workload.model_validate(jobs.workload_for_job(the_job, wpcs.get))
+    model = Workload.model_validate(jobworkload.workload_for_job(the_job, wpcs.get))
     wl = convert.workload(model, priority=priority_of(model, wpcs.get), creation_time=NOW)
     c.add_workload(wl)
 

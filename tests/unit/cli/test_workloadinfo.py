@@ -11,7 +11,7 @@ from manager.cli.tables import render_text
 from manager.cli.workloads import render_explanation
 from manager.federation.engine.workloadview import state_of
 from manager.federation.settings import PLACEMENT_ANNOTATION, RAN_ON_ANNOTATION
-from manager.observability.state import workload_row
+from manager.observability.workloadrows import workload_row
 from tests.unit.cli.builders import admission, condition, reserved_conditions, workload
 
 NOW = 1704067200.0 + 300  # five minutes after the builders' creationTimestamp

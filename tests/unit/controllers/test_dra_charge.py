@@ -14,7 +14,7 @@ from manager import core
 from manager.api import dra
 from manager.api.workload import Workload
 from manager.controllers import convert
-from manager.controllers.jobs import with_device_charge, workload_for_job
+from manager.controllers.jobworkload import with_device_charge, workload_for_job
 from manager.main import parse_args as manager_args
 from worker_shim.main import parse_args as shim_args
 

@@ -18,7 +18,7 @@ from e2e.local import dra as bed
 from manager.api import dra, dracounters
 from manager.api.workload import Workload
 from manager.controllers import convert, devicecatalogue
-from manager.controllers.jobs import with_device_charge
+from manager.controllers.jobworkload import with_device_charge
 
 from .test_dra_charge import from_template, pod_set, request, template, workload
 

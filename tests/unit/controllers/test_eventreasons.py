@@ -9,6 +9,7 @@ from manager.api import constants as C
 from manager.controllers import eventreasons as told
 from manager.kube.api import Obj
 from manager.kube.events import EventRecorder, EventType
+from tests import builders as b
 
 
 class Capture(EventRecorder):
@@ -21,13 +22,9 @@ class Capture(EventRecorder):
 
 
 def workload(name: str, priority: int = 0, **status: Any) -> Obj:
-    return {
-        "apiVersion": C.API_VERSION,
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
-        "spec": {"priority": priority},
-        "status": status,
-    }
+    return b.workload(
+        name, namespace="ns", uid=f"uid-{name}", pod_sets=[], priority=priority, status=status
+    )
 
 
 def test_quota_reserved_and_admitted_read_as_upstream_s() -> None:

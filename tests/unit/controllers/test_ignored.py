@@ -8,21 +8,12 @@ from typing import Any
 from manager.api.clusterqueue import ClusterQueue
 from manager.api.workload import Workload
 from manager.controllers import ignored
+from tests import builders as b
 
 
 def workload(**spec: Any) -> dict[str, Any]:
-    pod_set = {
-        "name": "main",
-        "count": 1,
-        "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
-        **spec.pop("pod_set", {}),
-    }
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": "w", "namespace": "ns"},
-        "spec": {"queueName": "q", "podSets": [pod_set], **spec},
-    }
+    pod_set = {**b.pod_set(), **spec.pop("pod_set", {})}
+    return b.workload("w", namespace="ns", queue="q", pod_sets=[pod_set], **spec)
 
 
 def test_upstream_multikueue_s_bare_topology_request_is_kept_and_not_told() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from manager import core
-from manager.controllers import jobs, taspods
+from manager.controllers import jobplacement, jobworkload, taspods
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.topologyungater import is_gated, plan
 
@@ -67,7 +67,7 @@ def _job() -> dict[str, Any]:
 
 def test_an_admitted_pod_set_s_pods_are_gated_labelled_and_given_back_on_eviction() -> None:
     job = _job()
-    wl = jobs.workload_for_job(job, lambda _: None)
+    wl = jobworkload.workload_for_job(job, lambda _: None)
     assert wl["spec"]["podSets"][0]["topologyRequest"] == {"required": RACK}
     wl["status"] = {
         "admission": {
@@ -91,9 +91,14 @@ def test_an_admitted_pod_set_s_pods_are_gated_labelled_and_given_back_on_evictio
             ],
         }
     }
-    placements = jobs._submitted(wl)
+    placements = jobplacement.submitted(wl)
     started = BATCH_JOB.with_templates(
-        job, {"main": jobs._placed_by_topology(placements["main"], placements["main"], "main", wl)}
+        job,
+        {
+            "main": jobplacement.placed_by_topology(
+                placements["main"], placements["main"], "main", wl
+            )
+        },
     )
     pod_template = started["spec"]["template"]
     assert pod_template["spec"]["schedulingGates"] == [{"name": taspods.TOPOLOGY_GATE}]
@@ -106,9 +111,9 @@ def test_an_admitted_pod_set_s_pods_are_gated_labelled_and_given_back_on_evictio
         pod_template["metadata"]["annotations"][taspods.WORKLOAD_ANNOTATION]
         == wl["metadata"]["name"]
     )
-    restore = BATCH_JOB.restore_patch(started, jobs._submitted(wl))
+    restore = BATCH_JOB.restore_patch(started, jobplacement.submitted(wl))
     assert restore is not None
-    restored = BATCH_JOB.with_templates(started, jobs._submitted(wl))
+    restored = BATCH_JOB.with_templates(started, jobplacement.submitted(wl))
     assert restored["spec"]["template"] == job["spec"]["template"]
 
 

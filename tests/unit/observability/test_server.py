@@ -23,8 +23,9 @@ from manager.kube.lease import LeaseRecord
 from manager.observability.history import History, Sample
 from manager.observability.server import ListenError, ObservabilityServer, create_app
 from manager.observability.sources import ManagerSource
-from manager.observability.state import Snapshot, WorkloadList, workload_row
+from manager.observability.state import Snapshot
 from manager.observability.workloadpage import WorkloadDetails
+from manager.observability.workloadrows import WorkloadList, workload_row
 from manager.telemetry.metrics import Metrics
 
 Client = TestClient[web.Request, web.Application]

@@ -14,18 +14,12 @@ from manager.core import AdmissionCore, ClusterQueueName, StopPolicy
 from manager.federation.decisions import capacity
 from manager.federation.settings import PLACEMENT_ANNOTATION
 from manager.kube.api import KubeApi
-from manager.observability.state import (
-    ClusterRow,
-    QueueRow,
-    Quota,
-    Snapshot,
-    WorkloadList,
-    human_age,
-    queue_row,
-    to_json,
-    workload_row,
-    workload_rows,
-)
+from manager.observability.clusterrows import ClusterRow
+from manager.observability.queuerows import QueueRow, Quota, queue_row
+from manager.observability.state import Snapshot, to_json
+from manager.observability.units import human_age
+from manager.observability.workloadrows import WorkloadList, workload_row, workload_rows
+from tests import builders as b
 from tests.unit.core.builders import (
     key,
     make_cluster_queue,
@@ -141,17 +135,17 @@ def test_quantities_become_natural_units_for_prometheus() -> None:
 
 
 def workload(**status: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "job-light-job-1a2b3",
-            "namespace": "ml-jobs",
-            "creationTimestamp": CREATED,
-            "annotations": {},
-            "labels": {},
-        },
-        "spec": {"queueName": "gpu-lq", "active": True},
-        "status": status,
-    }
+    return b.workload(
+        "job-light-job-1a2b3",
+        namespace="ml-jobs",
+        queue="gpu-lq",
+        pod_sets=[],
+        labels={},
+        annotations={},
+        created=CREATED,
+        active=True,
+        status=status,
+    )
 
 
 def cond(kind: str, status: str = "True", reason: str = "", message: str = "") -> dict[str, Any]:

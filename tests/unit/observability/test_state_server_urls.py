@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from manager.federation.runtime import FederationController
 from manager.federation.workers.registry import ClusterEntry
-from manager.observability.state import cluster_rows
+from manager.observability.clusterrows import cluster_rows
 
 
 def federation(entries: dict[str, ClusterEntry]) -> FederationController:

@@ -11,8 +11,10 @@ import pytest
 import yaml
 
 from e2e.local import dra
-from e2e.local.cluster import LocalCluster, NodeGroup, Ports
+from e2e.local.cluster import LocalCluster
 from e2e.local.federation import DEFAULT_NODES_FILE, LocalFederation, load_node_sets
+from e2e.local.kwoknodes import NodeGroup
+from e2e.local.ports import Ports
 from e2e.local.process import ManagedProcess
 
 MIXED = {

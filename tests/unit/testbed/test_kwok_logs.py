@@ -12,7 +12,8 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from e2e.local.cluster import POD_LOG_TEMPLATE, LocalCluster, Ports, free_ports
+from e2e.local.cluster import POD_LOG_TEMPLATE, LocalCluster
+from e2e.local.ports import Ports, free_ports
 
 
 def _cert(path: Path) -> x509.Certificate:

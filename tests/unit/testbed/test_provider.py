@@ -13,13 +13,15 @@ import yaml
 from e2e.binaries import read_versions
 from e2e.kind.provider import KindFederation
 from e2e.local import pki
-from e2e.local.cluster import STAGES_FILE, LocalCluster, Ports, kubeconfig_dict
+from e2e.local.cluster import STAGES_FILE, LocalCluster
 from e2e.local.federation import (
     DEFAULT_NODES_FILE,
     cleanup_directory,
     load_node_sets,
     processes_under,
 )
+from e2e.local.pki import kubeconfig_dict
+from e2e.local.ports import Ports
 
 
 def test_versions_are_pinned_in_one_file() -> None:
