@@ -2,21 +2,20 @@
 a list of typed actions out, carried out in order by ``applier.py``.
 
 The steps are ``routing.route``'s (clean up, retain, record a finished run, reject, win,
-stop, follow, place) and, for a workload placed on a worker, ``following.decide``'s (sync
-its status, wait, or give it back to be placed again). Each action is a value: the table
-tests compare lists of them (``tests/unit/federation/test_decide.py``).
+stop, follow, place: ``placement.place``) and, for a workload placed on a worker,
+``following.decide``'s (sync its status, wait, or give it back to be placed again). Each
+action is a value: the table tests compare lists of them (``tests/unit/federation/test_decide.py``).
 """
 
 from __future__ import annotations
 
-from manager.federation.decisions import following, routing
+from manager.federation.decisions import following, placement, routing
 from manager.federation.decisions.actions import (
     Action,
     DeleteCopies,
     ForgetRecord,
     LookAgain,
     NoteReserved,
-    Place,
     RecordFinished,
     Reject,
     ResetJob,
@@ -49,7 +48,8 @@ def decide(group: WorkloadGroup) -> list[Action]:
         case routing.Step.FOLLOW:
             return [NoteReserved(), *_follow(group)]
         case routing.Step.PLACE:
-            return [NoteReserved(), Place()]
+            assert group.placing is not None  # the group read gathers it at this step
+            return [NoteReserved(), *placement.place(group.placing)]
 
 
 def _follow(group: WorkloadGroup) -> list[Action]:

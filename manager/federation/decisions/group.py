@@ -2,10 +2,9 @@
 ``readGroup``): the manager's Workload and its federation, its copies on the workers, the
 run that ended on one of them, and the facts about the worker it is placed on.
 
-``grouping.GroupReader.read`` is the one place a reconcile reads; ``decide.py`` turns the
-group into actions without reading anything, and ``applier.py`` carries them out. Reads that
-must be fresh for never-twice (the worker read again when it comes back, a same-named Job
-before a copy is created) are made where those steps run, each saying why.
+``grouping.GroupReader.read`` is the one place a reconcile reads (the placement facts in
+``placing.PlacingReader``, which it calls); ``decide.py`` turns the group into actions
+without reading anything, and ``applier.py`` carries them out.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from manager.federation.decisions import following, routing
+from manager.federation.decisions import following, placement, routing
 
 Obj = dict[str, Any]
 
@@ -40,6 +39,8 @@ class WorkloadGroup:
     """The worker its check is Ready on, and how it stands (None: not placed)."""
     ran_on: str = ""
     """Finished: the worker its run ended on (``retaining.ran_on``)."""
+    placing: placement.PlacingFacts | None = None
+    """To be placed (its check Pending): what placing it needs (``placement.place``)."""
 
     @property
     def federated(self) -> bool:

@@ -35,8 +35,8 @@ from manager.federation.engine.collecting import Collector
 from manager.federation.engine.grouping import GroupReader
 from manager.federation.engine.jobstatus import JobStatus
 from manager.federation.engine.lookups import Lookups
-from manager.federation.engine.placing import Placer
-from manager.federation.engine.records import Records, Stats
+from manager.federation.engine.placing import PlacingReader
+from manager.federation.engine.records import Records, Stats, ToldRefusals
 from manager.federation.engine.retaining import Retaining
 from manager.federation.engine.writes import Writes
 from manager.federation.settings import FederationSettings
@@ -63,13 +63,21 @@ class Dispatcher:
         self.look = Lookups(self.state, registry, settings, self.records)
         self.write = Writes(manager, self.look, self.stats)
         self.jobs = JobStatus(self.state, self.look)
-        self.placer = Placer(self.look, self.write, self.stats)
+        told_refusals = ToldRefusals()
+        self.placing = PlacingReader(self.look, told_refusals)
         self.retaining = Retaining(self.state, settings)
         self.retaining.on_change = self._retention_changed
         self.collector = Collector(self.look, self.write, self.queue.add, self.retaining)
-        self.reader = GroupReader(self.look, registry, self.retaining)
+        self.reader = GroupReader(self.look, registry, self.retaining, self.placing)
         self.applier = Applier(
-            self.state, registry, self.records, self.write, self.jobs, self.placer
+            self.state,
+            registry,
+            self.records,
+            self.write,
+            self.jobs,
+            settings=settings,
+            stats=self.stats,
+            told_refusals=told_refusals,
         )
         self._rescan = False
         self.state.workloads.subscribe(self._on_manager_workload)
@@ -83,7 +91,7 @@ class Dispatcher:
         return self.look.federation_of(cluster_queue)
 
     def worker_view(self, remote: RemoteCluster, order: int) -> capacity.WorkerView:
-        return self.placer.worker_view(remote, order)
+        return self.placing.worker_view(remote, order)
 
     async def recover(self, remote: RemoteCluster) -> None:
         await self.collector.recover(remote)
@@ -182,5 +190,5 @@ class Dispatcher:
 
     async def _reconcile(self, key: str) -> float | None:
         """Read the workload's group once, decide its actions, carry them out."""
-        group = self.reader.read(key)
+        group = await self.reader.read(key)
         return await self.applier.apply(group, decide.decide(group))

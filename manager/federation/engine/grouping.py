@@ -1,14 +1,19 @@
 """Reads a workload's ``WorkloadGroup`` (``group.py``) from the informers and the
-dispatcher's record: the dispatcher's one read per reconcile."""
+dispatcher's record: the dispatcher's one read per reconcile. A workload to be placed also
+gets its placement facts (``placing.PlacingReader``)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import checkstatus, routing
 from manager.federation.decisions.group import WorkloadGroup
 from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.placing import PlacingReader
 from manager.federation.engine.retaining import Retaining, ran_on
 from manager.federation.workers.registry import ClusterRegistry
 
@@ -18,12 +23,31 @@ Obj = dict[str, Any]
 class GroupReader:
     """Reads a ``WorkloadGroup`` from the informers (and the dispatcher's record)."""
 
-    def __init__(self, look: Lookups, registry: ClusterRegistry, retaining: Retaining) -> None:
+    def __init__(
+        self,
+        look: Lookups,
+        registry: ClusterRegistry,
+        retaining: Retaining,
+        placing: PlacingReader,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.look = look
         self.registry = registry
         self.retaining = retaining
+        self.placing = placing
+        self.clock = clock
 
-    def read(self, key: str) -> WorkloadGroup:
+    async def read(self, key: str) -> WorkloadGroup:
+        group = self._read(key)
+        if group.workload is None or routing.route(group.facts).step is not routing.Step.PLACE:
+            return group
+        # Only a workload to be placed: evaluating the workers is the costly part of a read.
+        placing = await self.placing.read(
+            key, group.workload, list(group.workers), dict(group.copies), self.clock()
+        )
+        return replace(group, placing=placing)
+
+    def _read(self, key: str) -> WorkloadGroup:
         obj = self.look.state.workloads.get(key)
         if obj is None:
             return WorkloadGroup(key)

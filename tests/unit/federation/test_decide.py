@@ -3,15 +3,18 @@ out, one row per situation. The groups are built as ``GroupReader.read`` builds 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from manager.api import constants as C
 from manager.federation.decisions import actions as do
+from manager.federation.decisions.choosing import CopyState, Placed
 from manager.federation.decisions.decide import decide
 from manager.federation.decisions.following import Connection, WorkerFacts
 from manager.federation.decisions.group import WorkloadGroup
+from manager.federation.decisions.placement import PlacingFacts, Sent
 from manager.federation.decisions.routing import WorkloadFacts
 
 W1, W2 = "worker-1", "worker-2"
@@ -48,6 +51,7 @@ def group(
 
 
 CONNECTED = WorkerFacts(W1, Connection.CONNECTED)
+SENT_ADMITTED = Sent(Placed(W1, 30.0, True, CopyState.ADMITTED))
 READY = WorkloadFacts(check_state="Ready")
 
 ROWS: list[tuple[str, WorkloadGroup, list[do.Action]]] = [
@@ -130,7 +134,11 @@ ROWS: list[tuple[str, WorkloadGroup, list[do.Action]]] = [
             do.Retry("lost", "worker worker-1 lost (fenced itself); moving the workload"),
         ],
     ),
-    ("pending: place it", group(WorkloadFacts()), [do.NoteReserved(), do.Place()]),
+    (
+        "pending: place it (``placement.place``, after the reservation is noted)",
+        replace(group(WorkloadFacts()), placing=PlacingFacts(0.0, sent=SENT_ADMITTED)),
+        [do.NoteReserved(), do.Win(W1)],
+    ),
 ]
 
 
