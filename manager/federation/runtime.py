@@ -5,7 +5,6 @@ collection, AdmissionCheck status)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from manager.api import constants as C
@@ -15,6 +14,7 @@ from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
 from manager.federation.decisions import checkstatus, colocation
 from manager.federation.engine.dispatch import Dispatcher
+from manager.federation.engine.statuswrites import StatusWrites
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
 from manager.kube import errors
@@ -24,6 +24,12 @@ from manager.kube.tasks import stop_tasks
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+RESCAN_PERIOD = 0.5
+"""Seconds between rescans of the workloads waiting for capacity (and of the flavors each
+worker offers together): at most one per period however many worker events came in."""
+ADMISSION_CHECK_STATUS_PERIOD = 1.0
+"""Seconds between looks at the AdmissionChecks' Active condition."""
 
 
 class FederationController:
@@ -43,14 +49,10 @@ class FederationController:
             api, controller_settings, metrics=metrics, admit_after=self.workers_seen
         )
         self.metrics = self.manager.state.metrics
-        self.registry = ClusterRegistry(api, self.settings)
-        self.registry.events = self.manager.state.events
+        self.status = StatusWrites(api, self.manager.state.events)
+        self.registry = ClusterRegistry(api, self.settings, status=self.status)
         self.dispatcher = Dispatcher(self.manager, self.registry, self.settings)
-        self.registry.on_reconnect = self.dispatcher.recover
-        self.registry.on_change = self.dispatcher.capacity_changed
-        self.registry.on_remote = self.dispatcher.attach
-        self.registry.on_connectivity = self.dispatcher.connectivity_changed
-        self.registry.on_maintenance = self.dispatcher.maintenance_changed
+        self.registry.listen(self.dispatcher)
         self.manager.device_catalogue = self.device_catalogue
         self.ready = asyncio.Event()
         self._places: dict[str, colocation.Places] = {}
@@ -108,7 +110,7 @@ class FederationController:
         while True:
             self.dispatcher.rescan()
             self._refresh_places()
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(RESCAN_PERIOD)
 
     def places(self, cluster_queue: Obj) -> colocation.Places:
         """The flavors of a manager ClusterQueue each of its workers offers together (the
@@ -175,12 +177,7 @@ class FederationController:
                 )
                 conds = list((ac.get("status") or {}).get("conditions") or [])
                 if conditions.set_condition(conds, C.ACTIVE, active, reason, message):
-                    with contextlib.suppress(errors.KubeError):
-                        written = await state.api.patch(
-                            R.ADMISSION_CHECKS,
-                            ac["metadata"]["name"],
-                            {"status": {"conditions": conds}},
-                            subresource="status",
-                        )
-                        state.admission_checks.remember_written(ac["metadata"]["name"], ac, written)
-            await asyncio.sleep(1.0)
+                    await self.status.conditions(
+                        R.ADMISSION_CHECKS, state.admission_checks, ac, conds
+                    )
+            await asyncio.sleep(ADMISSION_CHECK_STATUS_PERIOD)

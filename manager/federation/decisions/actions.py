@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
 class DeleteCopies:
-    """Delete the workload's copies and our jobs on every worker, but ``keep``'s."""
+    """Delete the workload's copies and our jobs on ``clusters`` (at once), then tell the
+    manager's workload controller (its eviction may be waiting for this)."""
 
-    keep: str | None = None
+    clusters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class KeepEndedCopy:
+    """The copy on ``cluster`` is kept: its run ended there unseen (read afresh)."""
+
+    cluster: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,23 +36,18 @@ class Reject:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordFinished:
-    """The run on ``cluster`` is the job's result: record where it ran and copy its end to the
-    manager's job."""
+class RecordRanOn:
+    """The run on ``cluster`` is the job's result: record where it ran on the Workload (its
+    end is copied by the actions that follow)."""
 
     cluster: str
+    unreachable: bool = False
+    """It finished while the workload was taken off it (no quota held): say so in the log."""
 
 
 @dataclass(frozen=True, slots=True)
 class NoteReserved:
     """Start the dispatch latency clock if it is not running (quota held on the manager)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Win:
-    """The copy on ``cluster`` won (it ran, maybe while nobody recorded it): record it."""
-
-    cluster: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +66,18 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
-class SyncStatus:
-    """Copy the remote job's status on ``cluster`` to the manager's job."""
+class PatchJobStatus:
+    """Patch the manager's job's status with ``patch`` (the remote job's, ``jobsync.py``)."""
 
-    cluster: str
+    patch: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishWorkload:
+    """Finish the manager's Workload with the run's end (its job's status said nothing)."""
+
+    succeeded: bool
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,16 +188,82 @@ class Nominate:
     once: bool = field(default=False)
 
 
+# -- winning (``winning.py``) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NoteWinner:
+    """Remember ``cluster`` as the winner (a later reconcile never chooses another)."""
+
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOtherCopies:
+    """Delete the copies (and our jobs) on ``clusters``, at once, before the winner runs."""
+
+    clusters: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetNameTaken:
+    """The Job's name on ``cluster`` was read afresh and judged: forget the conflict."""
+
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class CreateClaimTemplate:
+    """Copy the manager's ResourceClaimTemplate ``source`` to ``cluster``."""
+
+    cluster: str
+    source: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CreateJob:
+    """Create the job on ``cluster``; when its name is taken there, note it (the next read
+    looks at it afresh) and stop here."""
+
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetReady:
+    """The check Ready on ``cluster`` (and the Workload Admitted when no other check
+    waits); count and trace the placement."""
+
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Do not place it on ``cluster`` until ``until`` (monotonic): an object kfed did not
+    create holds the name there."""
+
+    cluster: str
+    reason: str
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Take back the copy on ``cluster`` and forget it as the winner or the placement."""
+
+    cluster: str
+
+
 Action = (
     DeleteCopies
     | ForgetRecord
     | Reject
-    | RecordFinished
+    | KeepEndedCopy
+    | RecordRanOn
+    | PatchJobStatus
+    | FinishWorkload
     | NoteReserved
-    | Win
     | ResetJob
     | Retry
-    | SyncStatus
     | LookAgain
     | TellRefusal
     | RecoverPlacement
@@ -197,4 +275,12 @@ Action = (
     | SendCopies
     | NoteRound
     | Nominate
+    | NoteWinner
+    | DeleteOtherCopies
+    | ForgetNameTaken
+    | CreateClaimTemplate
+    | CreateJob
+    | SetReady
+    | Block
+    | Refuse
 )

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from manager.federation.decisions import actions as do
-from manager.federation.decisions import capacity, choosing, many
+from manager.federation.decisions import capacity, choosing, many, winning
 from manager.federation.settings import DispatchMode
 
 SEND_FAILED_RETRY = 1.0
@@ -69,15 +69,16 @@ def needs_choice(sent: Sent | None, now: float) -> bool:
     return choosing.judge_placement(sent.placed, now).do is choosing.Verdict.WITHDRAW
 
 
-def place(facts: PlacingFacts) -> list[do.Action]:
-    """The actions that place the workload now, in order."""
+def place(facts: PlacingFacts, wins: Mapping[str, winning.WinFacts]) -> list[do.Action]:
+    """The actions that place the workload now, in order; a copy that won becomes the one
+    run by ``winning.win`` (``wins``: the facts of each worker whose copy could win)."""
     told: list[do.Action] = [do.TellRefusal(w, why) for w, why in facts.untold_refusals]
     if facts.mode is DispatchMode.CAPACITY_AWARE:
-        return told + _capacity_aware(facts)
-    return told + _many(facts)
+        return told + _capacity_aware(facts, wins)
+    return told + _many(facts, wins)
 
 
-def _capacity_aware(facts: PlacingFacts) -> list[do.Action]:
+def _capacity_aware(facts: PlacingFacts, wins: Mapping[str, winning.WinFacts]) -> list[do.Action]:
     result: list[do.Action] = []
     tried: frozenset[str] = frozenset()
     sent = facts.sent
@@ -88,7 +89,7 @@ def _capacity_aware(facts: PlacingFacts) -> list[do.Action]:
         verdict = choosing.judge_placement(sent.placed, facts.now)
         match verdict.do:
             case choosing.Verdict.WIN:
-                return [*result, do.Win(cluster)]
+                return result + winning.win(wins[cluster])
             case choosing.Verdict.WAIT:
                 return result + _nominate_if_waiting(facts, sent, verdict.after)
         result.append(do.Withdraw(cluster, delete=verdict.delete_copy))
@@ -149,13 +150,13 @@ def _nominate_if_waiting(facts: PlacingFacts, sent: Sent, after: float | None) -
     return [nominate, *again]
 
 
-def _many(facts: PlacingFacts) -> list[do.Action]:
+def _many(facts: PlacingFacts, wins: Mapping[str, winning.WinFacts]) -> list[do.Action]:
     assert facts.many is not None, "the group read gathers ManyFacts in these modes"
     choice = many.choose_many(facts.many)
     if choice.winner is not None:
-        if choice.winner not in facts.reachable:
+        if choice.winner not in facts.reachable or choice.winner not in wins:
             return [do.LookAgain(MANY_RECHECK)]
-        return [do.Win(choice.winner)]
+        return winning.win(wins[choice.winner])
     result: list[do.Action] = [do.NoteRound(choice.round)]
     if choice.send_to:
         result.append(do.SendCopies(choice.send_to))

@@ -19,6 +19,7 @@ from manager.federation.decisions.placement import (
     needs_choice,
     place,
 )
+from manager.federation.decisions.winning import NameThere, WinFacts, win
 from manager.federation.settings import DispatchMode
 
 NOW = 1000.0
@@ -28,6 +29,9 @@ FULL_W1 = Candidate(W1, False, "no room in gpu-cq")
 NEVER_W1 = Candidate(W1, False, "too small", never=True)
 NEVER_W2 = Candidate(W2, False, "too small", never=True)
 USAGE = {("a100", "nvidia.com/gpu"): 2}
+WIN_W1 = WinFacts(W1, NOW, job=NameThere("Job", "ml/job-a"))
+WIN_W2 = WinFacts(W2, NOW, others=(W1, W3), job=NameThere("Job", "ml/job-a"))
+WINS = {W1: WIN_W1, W2: WIN_W2}
 
 
 def sent(
@@ -121,12 +125,12 @@ ROWS: list[tuple[str, PlacingFacts, list[do.Action]]] = [
     (
         "its copy admitted there: it won",
         facts(sent(CopyState.ADMITTED)),
-        [do.Win(W1)],
+        [*win(WIN_W1)],
     ),
     (
         "after a restart, a copy found admitted: follow it, it won",
         facts(sent(CopyState.ADMITTED, recovered=True)),
-        [do.RecoverPlacement(W1, NOW + 30), do.Win(W1)],
+        [do.RecoverPlacement(W1, NOW + 30), *win(WIN_W1)],
     ),
     (
         "its copy waits for quota there: look again at the deadline",
@@ -183,7 +187,7 @@ ROWS: list[tuple[str, PlacingFacts, list[do.Action]]] = [
 def test_capacity_aware_placing(
     situation: str, the_facts: PlacingFacts, actions: list[do.Action]
 ) -> None:
-    assert place(the_facts) == actions, situation
+    assert place(the_facts, WINS) == actions, situation
 
 
 def many(
@@ -235,7 +239,7 @@ MANY_ROWS: list[tuple[str, PlacingFacts, list[do.Action]]] = [
     (
         "a copy admitted on a connected worker: it won",
         many(DispatchMode.ALL_AT_ONCE, frozenset({W2}), admitted=(("t1", W2),)),
-        [do.Win(W2)],
+        win(WIN_W2),
     ),
     (
         "a copy admitted on a worker not connected now: look again shortly",
@@ -251,7 +255,7 @@ MANY_ROWS: list[tuple[str, PlacingFacts, list[do.Action]]] = [
 def test_all_at_once_and_incremental(
     situation: str, the_facts: PlacingFacts, actions: list[do.Action]
 ) -> None:
-    assert place(the_facts) == actions, situation
+    assert place(the_facts, WINS) == actions, situation
 
 
 def test_every_worker_is_evaluated_only_when_a_copy_is_to_be_sent() -> None:
