@@ -207,9 +207,11 @@ class DeleteOtherCopies:
 
 @dataclass(frozen=True, slots=True)
 class ForgetNameTaken:
-    """The Job's name on ``cluster`` was read afresh and judged: forget the conflict."""
+    """The Job's (``copy``: the copy's) name on ``cluster`` was read afresh and judged:
+    forget the conflict."""
 
     cluster: str
+    copy: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,9 @@ class Sent:
     nominate_at: float | None = None
     """When to name the worker on the check if the copy still waits (None: not to)."""
     waiting_message: str = ""
+    foreign: str = ""
+    """Creating it met a same-named Workload kfed did not create there (read afresh): who
+    made it. The copy is given up without touching that object."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,10 @@ class PlacingFacts:
     """AllAtOnce / Incremental: the workers connected now, of those holding a copy."""
     untold_refusals: tuple[tuple[str, str], ...] = ()
     """(worker, why) its ``kfed.io/allowed-references`` refuses it, not told yet."""
+    copies_taken: tuple[tuple[str, str], ...] = ()
+    """(worker, who made it: "" when ours or gone) where creating its copy met AlreadyExists,
+    the name read afresh. A foreign one blocks the worker (the read counted it blocked)."""
+    foreign_object_recheck: float = 60.0
     unblocked_in: float | None = None
     """Seconds until a worker it is blocked from opens again (None: none is blocked)."""
     admission_timeout: float = 30.0
@@ -64,7 +71,7 @@ class PlacingFacts:
 def needs_choice(sent: Sent | None, now: float) -> bool:
     """Whether the group read must evaluate every worker: no copy sent, or the one sent is
     to be withdrawn (evaluating every worker is the costly read)."""
-    if sent is None:
+    if sent is None or sent.foreign:
         return True
     return choosing.judge_placement(sent.placed, now).do is choosing.Verdict.WITHDRAW
 
@@ -73,6 +80,11 @@ def place(facts: PlacingFacts, wins: Mapping[str, winning.WinFacts]) -> list[do.
     """The actions that place the workload now, in order; a copy that won becomes the one
     run by ``winning.win`` (``wins``: the facts of each worker whose copy could win)."""
     told: list[do.Action] = [do.TellRefusal(w, why) for w, why in facts.untold_refusals]
+    for cluster, foreign in facts.copies_taken:
+        told.append(do.ForgetNameTaken(cluster, copy=True))
+        if foreign:
+            # Never touched; the worker is looked at again after the recheck time.
+            told.append(do.Block(cluster, foreign, facts.now + facts.foreign_object_recheck))
     if facts.mode is DispatchMode.CAPACITY_AWARE:
         return told + _capacity_aware(facts, wins)
     return told + _many(facts, wins)
@@ -87,6 +99,8 @@ def _capacity_aware(facts: PlacingFacts, wins: Mapping[str, winning.WinFacts]) -
         if sent.recovered:
             result.append(do.RecoverPlacement(cluster, sent.placed.deadline))
         verdict = choosing.judge_placement(sent.placed, facts.now)
+        if sent.foreign:
+            verdict = choosing.PlacementVerdict(choosing.Verdict.WITHDRAW)
         match verdict.do:
             case choosing.Verdict.WIN:
                 return result + winning.win(wins[cluster])

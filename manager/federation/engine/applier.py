@@ -159,8 +159,10 @@ class Applier:
                 self.records(key).winner = cluster
             case do.DeleteOtherCopies(clusters=clusters):
                 await self._delete_on(key, obj, clusters)
-            case do.ForgetNameTaken(cluster=cluster):
+            case do.ForgetNameTaken(cluster=cluster, copy=False):
                 self.records(key).name_taken.discard(cluster)
+            case do.ForgetNameTaken(cluster=cluster, copy=True):
+                self.records(key).copy_taken.discard(cluster)
             case do.CreateClaimTemplate(cluster=cluster, source=source):
                 made = await self.write.create_claim_template(self._remote(cluster), obj, source)
                 if made is not Created.CREATED:
@@ -210,7 +212,9 @@ class Applier:
             attributes={"kfed.cluster": cluster, "kfed.dispatch.latency_seconds": latency},
         )
 
-    async def _placing(self, group: WorkloadGroup, obj: Obj, action: do.Action) -> float | None:
+    async def _placing(
+        self, group: WorkloadGroup, obj: Obj, action: do.Action
+    ) -> float | Halt | None:
         """The placement step's actions (``placement.place``)."""
         key, check = group.key, group.check
         match action:
@@ -252,15 +256,12 @@ class Applier:
                 await self.write.set_check(obj, check, "Pending", message, nominated=list(clusters))
         return None
 
-    async def _create_copy(self, key: str, remote: RemoteCluster, obj: Obj) -> bool:
-        """A copy on ``remote``; True when it is there. One whose name an object kfed did
-        not create holds is never touched: the worker is blocked for a while."""
-        made, foreign = await self.write.create_copy(remote, obj)
-        if made is Created.FOREIGN:
-            log.warning("workload %s: not placing it on %s: %s", key, remote.name, foreign)
-            until = self.clock() + self.settings.foreign_object_recheck
-            self.records(key).blocked[remote.name] = (foreign, until)
-        return made is Created.CREATED
+    async def _create_copy(self, key: str, remote: RemoteCluster, obj: Obj) -> Created:
+        """A copy on ``remote``; its name taken there is noted (the next read judges it)."""
+        made = await self.write.create_copy(remote, obj)
+        if made is Created.TAKEN:
+            self.records(key).copy_taken.add(remote.name)
+        return made
 
     async def _withdraw(self, key: str, obj: Obj, cluster: str, *, delete: bool) -> None:
         """Give up the copy sent to ``cluster``."""
@@ -273,7 +274,7 @@ class Applier:
             await self.write.delete_copy(remote, key, obj)
         self.state.metrics.failover(cluster, "retry")
 
-    async def _send(self, key: str, obj: Obj, send: do.Send) -> float:
+    async def _send(self, key: str, obj: Obj, send: do.Send) -> float | Halt:
         """Send a copy to the chosen worker and note where and why."""
         remote = self.registry.remote(send.cluster)
         assert remote is not None  # a candidate that fits is connected
@@ -307,7 +308,10 @@ class Applier:
                 "kfed.dispatch.tried_before": list(send.tried_before),
             },
         )
-        if not await self._create_copy(key, remote, obj):
+        made = await self._create_copy(key, remote, obj)
+        if made is Created.TAKEN:
+            return Halt(RACE_RECHECK)  # kept as sent; the next read judges whose the name is
+        if made is not Created.CREATED:
             record.placement = None
             return send.retry_after
         before, _ = workloadview.placement_of(obj)  # the previous decision, if any

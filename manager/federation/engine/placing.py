@@ -9,6 +9,7 @@ workers and the copies admitted (``many.ManyFacts``). Reads only; the applier wr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import OrderedDict
 from dataclasses import replace
@@ -25,9 +26,10 @@ from manager.federation.decisions import (
     many,
     placement,
     references,
+    samename,
 )
 from manager.federation.decisions.eligibility import WorkerEligibility
-from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.lookups import Lookups, foreign_reason
 from manager.federation.engine.records import InFlight, Placement, ToldRefusals
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, DispatchMode
 from manager.federation.workers.remote import RemoteCluster
@@ -105,12 +107,20 @@ class PlacingReader:
         )
 
     def ineligible(
-        self, obj: Obj, name: str, allowed: set[str] | None, refusals: dict[str, str]
+        self,
+        obj: Obj,
+        name: str,
+        allowed: set[str] | None,
+        refusals: dict[str, str],
+        foreign: dict[str, str] | None = None,
     ) -> capacity.Candidate | None:
         """Why no copy may go to worker ``name`` whatever its capacity (None: it may), the
         same in every dispatch mode and in ``kfed whatif`` (``eligibility.py``); a
-        references refusal is added to ``refusals``."""
+        references refusal is added to ``refusals``. ``foreign``: workers found just now
+        to hold a same-named Workload kfed did not create, blocked from now on."""
         facts = self.eligibility(obj, name, allowed)
+        if foreign and name in foreign and facts.blocked is None:
+            facts = replace(facts, blocked=foreign[name])
         if facts.references_refusal is not None:
             refusals[name] = facts.references_refusal
         return eligibility.refusal(facts)
@@ -210,6 +220,7 @@ class PlacingReader:
         *,
         without: Placement | None = None,
         refusals: dict[str, str] | None = None,
+        foreign: dict[str, str] | None = None,
     ) -> list[capacity.Candidate]:
         """Every worker of the config, evaluated for this workload: quota, then (for a
         workload that claims devices, ``need``) whether every pod gets its devices on one
@@ -218,7 +229,8 @@ class PlacingReader:
         allowed = self.allowed(obj)
         result = []
         for order, name in enumerate(clusters):
-            refused = self.ineligible(obj, name, allowed, {} if refusals is None else refusals)
+            said = {} if refusals is None else refusals
+            refused = self.ineligible(obj, name, allowed, said, foreign)
             remote = self.registry.remote(name)
             if refused is not None or remote is None:
                 result.append(refused or capacity.Candidate(name, False, "not connected"))
@@ -242,17 +254,21 @@ class PlacingReader:
         settings = self.settings
         refusals: dict[str, str] = {}
         record = self.records.get(key)
+        taken = await self._copies_taken(obj, sorted(record.copy_taken) if record else [])
+        foreign = {cluster: who for cluster, who in taken if who}
         facts = placement.PlacingFacts(
             now,
             settings.dispatch_mode,
             unblocked_in=self.look.unblocked_in(key),
             admission_timeout=settings.admission_timeout,
             nominate_after=settings.nominate_after,
+            copies_taken=taken,
+            foreign_object_recheck=settings.foreign_object_recheck,
         )
         if settings.dispatch_mode is not DispatchMode.CAPACITY_AWARE:
             allowed = self.allowed(obj)
             usable = tuple(
-                n for n in clusters if self.ineligible(obj, n, allowed, refusals) is None
+                n for n in clusters if self.ineligible(obj, n, allowed, refusals, foreign) is None
             )
             holding = set(copies) | ({record.winner} if record and record.winner else set())
             facts = replace(
@@ -277,10 +293,12 @@ class PlacingReader:
             return replace(facts, untold_refusals=self._untold(obj, refusals))
         sent_record = record.placement if record is not None else None
         sent = self._sent(obj, sent_record, copies, now)
+        if sent is not None and sent.placed.cluster in foreign:
+            sent = replace(sent, foreign=foreign[sent.placed.cluster])
         if placement.needs_choice(sent, now):
             need = await self.device_need(obj)
             candidates = self.candidates(
-                obj, clusters, need, without=sent_record, refusals=refusals
+                obj, clusters, need, without=sent_record, refusals=refusals, foreign=foreign
             )
             facts = replace(
                 facts,
@@ -295,6 +313,25 @@ class PlacingReader:
                 ),
             )
         return replace(facts, sent=sent, untold_refusals=self._untold(obj, refusals))
+
+    async def _copies_taken(self, obj: Obj, clusters: list[str]) -> tuple[tuple[str, str], ...]:
+        """(worker, who made it: "" when ours or gone) of each worker where creating its copy
+        met AlreadyExists. Fresh: the Workload informer shows ours only; whose is it?"""
+        found = []
+        meta = obj["metadata"]
+        for cluster in clusters:
+            remote = self.registry.remote(cluster)
+            existing = None
+            if remote is not None:
+                with contextlib.suppress(errors.NotFound):
+                    existing = await remote.api.get(R.WORKLOADS, meta["name"], meta["namespace"])
+            origin = self.settings.origin
+            whose = samename.judge(existing, origin=origin, workload_name=None)
+            if whose is samename.SameName.FOREIGN and existing is not None:
+                found.append((cluster, foreign_reason("Workload", existing)))
+            else:
+                found.append((cluster, ""))
+        return tuple(found)
 
     def _sent(
         self, obj: Obj, sent: Placement | None, copies: dict[str, Obj], now: float

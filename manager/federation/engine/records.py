@@ -102,6 +102,9 @@ class WorkloadRecord:
     status, or read afresh when the worker came back while the informer still shows it
     running (its watch resumes on its own time). Judged when read, like a job still there: a
     stopped run's end (fenced, evicted, moved) is never the result (``leftovers.run_end``)."""
+    copy_taken: set[str] = field(default_factory=set)
+    """Workers where creating its copy met AlreadyExists: the next read looks at that name
+    afresh (whose is it?) and forgets it."""
     name_taken: set[str] = field(default_factory=set)
     """Workers where creating its job met AlreadyExists: the next read looks at that name
     afresh (the informer shows ours only, and may lag) until it is judged."""

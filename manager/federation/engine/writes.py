@@ -19,7 +19,7 @@ from manager.controllers.admission import queued_since
 from manager.controllers.runtime import ClusterController
 from manager.federation.decisions import checkstatus, samename
 from manager.federation.engine import remoteobjects
-from manager.federation.engine.lookups import Lookups, foreign_reason
+from manager.federation.engine.lookups import Lookups
 from manager.federation.engine.records import Stats
 from manager.federation.settings import (
     FENCE_AFTER_ANNOTATION,
@@ -51,8 +51,6 @@ class Created(StrEnum):
     TAKEN = "taken"
     """AlreadyExists: something holds the name there (judged on the next read)."""
     FAILED = "failed"
-    FOREIGN = "foreign"
-    """A copy's name is held by an object kfed did not create."""
 
 
 class Writes:
@@ -185,9 +183,8 @@ class Writes:
 
     # -- copies on the workers ---------------------------------------------------------
 
-    async def create_copy(self, remote: RemoteCluster, obj: Obj) -> tuple[Created, str]:
-        """The workload's copy on ``remote``; on AlreadyExists, read afresh: one kfed did not
-        create is FOREIGN (with who made it), ours counts as created."""
+    async def create_copy(self, remote: RemoteCluster, obj: Obj) -> Created:
+        """The workload's copy on ``remote`` (TAKEN: something holds its name there)."""
         body = remoteobjects.remote_workload(
             obj,
             origin=self.settings.origin,
@@ -209,18 +206,12 @@ class Writes:
                 await remote.api.create(R.WORKLOADS, body, namespace)
             self.stats.remote_workloads_created += 1
             self._created(remote, obj, "Workload")
-            return Created.CREATED, ""
+            return Created.CREATED
         except errors.AlreadyExists:
-            existing = await self.read_remote(remote, R.WORKLOADS, body)
-            if samename.judge(existing, origin=self.settings.origin, workload_name=None) is (
-                samename.SameName.FOREIGN
-            ):
-                assert existing is not None
-                return Created.FOREIGN, foreign_reason("Workload", existing)
-            return Created.CREATED, ""
+            return Created.TAKEN
         except errors.KubeError as err:
             log.info("creating the copy of %s on %s failed: %s", ws.key_of(obj), remote.name, err)
-            return Created.FAILED, ""
+            return Created.FAILED
 
     def _created(self, remote: RemoteCluster, obj: Obj, kind: str) -> None:
         self.state.metrics.remote_object_created(

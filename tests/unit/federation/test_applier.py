@@ -19,9 +19,13 @@ WL: dict[str, Any] = {"metadata": {"name": "job-a", "namespace": "ml", "uid": "u
 
 
 class RecordingWriter:
-    def __init__(self, job: Created = Created.CREATED) -> None:
-        self.job = job
+    def __init__(self, job: Created = Created.CREATED, copy: Created = Created.CREATED) -> None:
+        self.job, self.copy = job, copy
         self.done: list[tuple[str, ...]] = []
+
+    async def create_copy(self, remote: Any, obj: Any) -> Created:
+        self.done.append(("create_copy", remote.name))
+        return self.copy
 
     async def create_job(self, remote: Any, obj: Any) -> Created:
         self.done.append(("create_job", remote.name))
@@ -100,3 +104,26 @@ async def test_copies_go_on_the_workers_named_and_the_manager_is_told() -> None:
     )
     assert sorted(writer.done) == [("delete_copy", W1), ("delete_copy", W2), ("wake", KEY)]
     assert records.get(KEY) is None
+
+
+async def test_a_copy_whose_name_is_taken_stays_sent_and_is_judged_on_the_next_read() -> None:
+    writer, records = RecordingWriter(copy=Created.TAKEN), Records()
+    send = do.Send(
+        cluster=W1,
+        worker_cluster_queue="gpu-cq",
+        reason="fits",
+        message="dispatched to worker-1: fits",
+        usage={},
+        deadline=130.0,
+        nominate_at=101.0,
+        candidates=("worker-1: fits",),
+        tried_before=(),
+        then_after=1.0,
+        retry_after=1.0,
+    )
+    after = await applier(writer, records).apply(GROUP, [send])
+    assert after == RACE_RECHECK
+    assert writer.done == [("create_copy", W1)], "no dispatched Event, no annotation yet"
+    record = records(KEY)
+    assert record.copy_taken == {W1}
+    assert record.placement is not None and record.placement.cluster == W1

@@ -5,6 +5,8 @@ verdicts themselves; these rows cover what each verdict becomes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from manager.federation.decisions import actions as do
@@ -57,6 +59,7 @@ def facts(
     tried: frozenset[str] = frozenset(),
     unplaceable_since: float | None = None,
     untold: tuple[tuple[str, str], ...] = (),
+    taken: tuple[tuple[str, str], ...] = (),
 ) -> PlacingFacts:
     return PlacingFacts(
         NOW,
@@ -64,6 +67,8 @@ def facts(
         choosing=ChoosingFacts(NOW, candidates, tried, unplaceable_since, dispatch_deadline=60.0),
         usage=USAGE,
         untold_refusals=untold,
+        copies_taken=taken,
+        foreign_object_recheck=60.0,
         admission_timeout=30.0,
         nominate_after=1.0,
     )
@@ -172,6 +177,28 @@ ROWS: list[tuple[str, PlacingFacts, list[do.Action]]] = [
         ],
     ),
     (
+        "its copy's name was taken there, read afresh: ours after all; followed as sent",
+        facts(sent(CopyState.WAITING), taken=((W1, ""),)),
+        [do.ForgetNameTaken(W1, copy=True), do.LookAgain(30.0)],
+    ),
+    (
+        "its copy's name was taken there by a Workload kfed did not create: never touched, "
+        "the worker blocked, the copy given up, sent elsewhere",
+        facts(
+            replace(sent(CopyState.ABSENT), foreign="someone else's"),
+            FULL_W1,
+            FITS_W2,
+            taken=((W1, "someone else's"),),
+        ),
+        [
+            do.ForgetNameTaken(W1, copy=True),
+            do.Block(W1, "someone else's", NOW + 60.0),
+            do.Withdraw(W1, delete=False),
+            do.NoteChoice(frozenset({W1}), None, False),
+            send_w2(tried_before=(W1,)),
+        ],
+    ),
+    (
         "a worker's allowed-references refuses it: told first, once",
         facts(None, FULL_W1, FITS_W2, untold=((W1, "Secret x is not allowed"),)),
         [
@@ -264,3 +291,4 @@ def test_every_worker_is_evaluated_only_when_a_copy_is_to_be_sent() -> None:
     assert not needs_choice(sent(CopyState.ADMITTED), NOW)
     assert needs_choice(sent(CopyState.WAITING, deadline=NOW - 1), NOW)
     assert needs_choice(sent(CopyState.STOPPED), NOW)
+    assert needs_choice(replace(sent(CopyState.WAITING), foreign="theirs"), NOW)
