@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.api import dra, federated
@@ -40,6 +42,7 @@ class FederationController:
         controller_settings: ControllerSettings | None = None,
         *,
         metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings or FederationSettings()
         self.workers_seen = asyncio.Event()
@@ -50,8 +53,10 @@ class FederationController:
         )
         self.metrics = self.manager.state.metrics
         self.status = StatusWrites(api, self.manager.state.events)
-        self.registry = ClusterRegistry(api, self.settings, status=self.status)
-        self.dispatcher = Dispatcher(self.manager, self.registry, self.settings)
+        # One monotonic clock for every timing of the federation: its workers' connections
+        # and the dispatcher's reconcile.
+        self.registry = ClusterRegistry(api, self.settings, status=self.status, clock=clock)
+        self.dispatcher = Dispatcher(self.manager, self.registry, self.settings, clock=clock)
         self.registry.listen(self.dispatcher)
         self.manager.device_catalogue = self.device_catalogue
         self.ready = asyncio.Event()

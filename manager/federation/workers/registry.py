@@ -14,6 +14,8 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +37,7 @@ from manager.kube.tasks import stop_tasks, wait_event
 
 log = logging.getLogger(__name__)
 
-FIRST_CONNECTION_POLL = 0.1
-"""Seconds between looks at whether every worker had its first chance to connect."""
+FIRST_CONNECTION_POLL = 0.1  # s between looks: has every worker had its first chance?
 
 REASON_SECRET_NOT_FOUND = "SecretNotFound"
 REASON_CLUSTER_PROFILE = C.REASON_BAD_CLUSTER_PROFILE
@@ -89,8 +90,14 @@ class ClusterEntry:
 
 class ClusterRegistry:
     def __init__(
-        self, api: KubeApi, settings: FederationSettings, *, status: StatusWrites | None = None
+        self,
+        api: KubeApi,
+        settings: FederationSettings,
+        *,
+        status: StatusWrites | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.clock = clock  # monotonic: each connection's timings (the dispatcher's clock)
         self.api = api
         self.settings = settings
         self.listeners: list[WorkerListener] = []
@@ -282,6 +289,7 @@ class ClusterRegistry:
                 on_capacity=self._capacity_changed,
                 on_connectivity=self._connectivity_changed,
                 manager_identity=self.manager_identity,
+                clock=self.clock,
             )
             if previous is not None:
                 entry.remote.carry_over(previous)
