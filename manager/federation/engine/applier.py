@@ -164,12 +164,18 @@ class Applier:
             case do.ForgetNameTaken(cluster=cluster, copy=True):
                 self.records(key).copy_taken.discard(cluster)
             case do.CreateClaimTemplate(cluster=cluster, source=source):
-                made = await self.write.create_claim_template(self._remote(cluster), obj, source)
+                remote = self.registry.remote(cluster)
+                made = Created.FAILED
+                if remote is not None:  # else removed since the read
+                    made = await self.write.create_claim_template(remote, obj, source)
                 if made is not Created.CREATED:
                     # Taken meanwhile (the next read judges it) or failed: look again.
                     return Halt(RACE_RECHECK if made is Created.TAKEN else FAILED_RECHECK)
             case do.CreateJob(cluster=cluster):
-                if await self.write.create_job(self._remote(cluster), obj) is Created.TAKEN:
+                remote = self.registry.remote(cluster)
+                if remote is None:  # removed since the read
+                    return Halt(FAILED_RECHECK)
+                if await self.write.create_job(remote, obj) is Created.TAKEN:
                     self.records(key).name_taken.add(cluster)
                     return Halt(RACE_RECHECK)
             case do.SetReady(cluster=cluster):
@@ -183,15 +189,11 @@ class Applier:
                 record = self.records(key)
                 record.winner, record.placement = None, None
                 record.tried.add(cluster)
-                await self.write.delete_copy(self._remote(cluster), key, obj)
+                if (remote := self.registry.remote(cluster)) is not None:
+                    await self.write.delete_copy(remote, key, obj)
             case _:
                 return await self._placing(group, obj, action)
         return None
-
-    def _remote(self, cluster: str) -> RemoteCluster:
-        remote = self.registry.remote(cluster)
-        assert remote is not None, f"{cluster}: decided on a connected worker"
-        return remote
 
     def _placed(self, key: str, written: Obj, cluster: str) -> None:
         """Count and trace a placement: dispatch latency from the manager's reservation."""
