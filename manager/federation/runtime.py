@@ -5,8 +5,9 @@ collection, AdmissionCheck status)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
+from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.api import dra, federated
@@ -15,6 +16,7 @@ from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
 from manager.federation.decisions import checkstatus, colocation
 from manager.federation.engine.dispatch import Dispatcher
+from manager.federation.engine.statuswrites import StatusWrites
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
 from manager.kube import errors
@@ -25,6 +27,12 @@ from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
+RESCAN_PERIOD = 0.5
+"""Seconds between rescans of the workloads waiting for capacity (and of the flavors each
+worker offers together): at most one per period however many worker events came in."""
+ADMISSION_CHECK_STATUS_PERIOD = 1.0
+"""Seconds between looks at the AdmissionChecks' Active condition."""
+
 
 class FederationController:
     def __init__(
@@ -34,6 +42,7 @@ class FederationController:
         controller_settings: ControllerSettings | None = None,
         *,
         metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings or FederationSettings()
         self.workers_seen = asyncio.Event()
@@ -43,14 +52,12 @@ class FederationController:
             api, controller_settings, metrics=metrics, admit_after=self.workers_seen
         )
         self.metrics = self.manager.state.metrics
-        self.registry = ClusterRegistry(api, self.settings)
-        self.registry.events = self.manager.state.events
-        self.dispatcher = Dispatcher(self.manager, self.registry, self.settings)
-        self.registry.on_reconnect = self.dispatcher.recover
-        self.registry.on_change = self.dispatcher.capacity_changed
-        self.registry.on_remote = self.dispatcher.attach
-        self.registry.on_connectivity = self.dispatcher.connectivity_changed
-        self.registry.on_maintenance = self.dispatcher.maintenance_changed
+        self.status = StatusWrites(api, self.manager.state.events)
+        # One monotonic clock for every timing of the federation: its workers' connections
+        # and the dispatcher's reconcile.
+        self.registry = ClusterRegistry(api, self.settings, status=self.status, clock=clock)
+        self.dispatcher = Dispatcher(self.manager, self.registry, self.settings, clock=clock)
+        self.registry.listen(self.dispatcher)
         self.manager.device_catalogue = self.device_catalogue
         self.ready = asyncio.Event()
         self._places: dict[str, colocation.Places] = {}
@@ -108,7 +115,7 @@ class FederationController:
         while True:
             self.dispatcher.rescan()
             self._refresh_places()
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(RESCAN_PERIOD)
 
     def places(self, cluster_queue: Obj) -> colocation.Places:
         """The flavors of a manager ClusterQueue each of its workers offers together (the
@@ -175,12 +182,7 @@ class FederationController:
                 )
                 conds = list((ac.get("status") or {}).get("conditions") or [])
                 if conditions.set_condition(conds, C.ACTIVE, active, reason, message):
-                    with contextlib.suppress(errors.KubeError):
-                        written = await state.api.patch(
-                            R.ADMISSION_CHECKS,
-                            ac["metadata"]["name"],
-                            {"status": {"conditions": conds}},
-                            subresource="status",
-                        )
-                        state.admission_checks.remember_written(ac["metadata"]["name"], ac, written)
-            await asyncio.sleep(1.0)
+                    await self.status.conditions(
+                        R.ADMISSION_CHECKS, state.admission_checks, ac, conds
+                    )
+            await asyncio.sleep(ADMISSION_CHECK_STATUS_PERIOD)

@@ -3,14 +3,24 @@ values (the table tests compare lists of them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
 class DeleteCopies:
-    """Delete the workload's copies and our jobs on every worker, but ``keep``'s."""
+    """Delete the workload's copies and our jobs on ``clusters`` (at once), then tell the
+    manager's workload controller (its eviction may be waiting for this)."""
 
-    keep: str | None = None
+    clusters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class KeepEndedCopy:
+    """The copy on ``cluster`` is kept: its run ended there unseen (read afresh)."""
+
+    cluster: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,23 +36,18 @@ class Reject:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordFinished:
-    """The run on ``cluster`` is the job's result: record where it ran and copy its end to the
-    manager's job."""
+class RecordRanOn:
+    """The run on ``cluster`` is the job's result: record where it ran on the Workload (its
+    end is copied by the actions that follow)."""
 
     cluster: str
+    unreachable: bool = False
+    """It finished while the workload was taken off it (no quota held): say so in the log."""
 
 
 @dataclass(frozen=True, slots=True)
 class NoteReserved:
     """Start the dispatch latency clock if it is not running (quota held on the manager)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Win:
-    """The copy on ``cluster`` won (it ran, maybe while nobody recorded it): record it."""
-
-    cluster: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +66,18 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
-class SyncStatus:
-    """Copy the remote job's status on ``cluster`` to the manager's job."""
+class PatchJobStatus:
+    """Patch the manager's job's status with ``patch`` (the remote job's, ``jobsync.py``)."""
 
-    cluster: str
+    patch: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
-class Place:
-    """Place it (``placing.Placer``: choose a worker, send one copy, or wait)."""
+class FinishWorkload:
+    """Finish the manager's Workload with the run's end (its job's status said nothing)."""
+
+    succeeded: bool
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +87,202 @@ class LookAgain:
     after: float
 
 
+# -- placing (``placement.py``) -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TellRefusal:
+    """Tell by a Warning Event, once, why ``cluster``'s ``kfed.io/allowed-references`` keeps
+    the workload away."""
+
+    cluster: str
+    refusal: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverPlacement:
+    """After a restart a copy exists on ``cluster`` and the record has none: follow it, as
+    a copy sent then with ``deadline`` (monotonic) to be admitted."""
+
+    cluster: str
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class Withdraw:
+    """Give up the copy sent to ``cluster`` (not admitted in time, stopped, worker gone);
+    ``delete``: the worker can be reached, so the copy is deleted there."""
+
+    cluster: str
+    delete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NoteChoice:
+    """Remember what choosing found: the workers tried this round, since when no worker can
+    ever hold it, and whether it waits for capacity (placed again on a rescan)."""
+
+    tried: frozenset[str]
+    unplaceable_since: float | None
+    waiting: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait for capacity: the check Pending with ``message``."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class GiveBack:
+    """No worker could hold it within the dispatch deadline: the check Retry with
+    ``message`` (the manager evicts it, which releases its quota, and requeues it)."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send one copy to ``cluster`` (capacity-aware) and note where and why; look again
+    after ``then_after`` seconds, or ``retry_after`` when the copy could not be made."""
+
+    cluster: str
+    worker_cluster_queue: str
+    reason: str
+    message: str
+    """The check's Pending message, written only if the copy waits (``nominate_at``)."""
+    usage: Mapping[tuple[str, str, str], int]
+    """(worker ClusterQueue, worker flavor, resource) -> amount it takes there."""
+    deadline: float
+    """Monotonic time by which the worker must admit it."""
+    nominate_at: float
+    candidates: tuple[str, ...]
+    """Every worker as evaluated, for the placement annotation and the span."""
+    tried_before: tuple[str, ...]
+    then_after: float
+    retry_after: float
+
+
+@dataclass(frozen=True, slots=True)
+class SendCopies:
+    """AllAtOnce / Incremental: a copy to each of ``clusters`` (at once)."""
+
+    clusters: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteRound:
+    """Incremental: the round to remember (None: no round)."""
+
+    round: tuple[int, float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Nominate:
+    """The check Pending with ``message`` and ``nominatedClusterNames``; ``once``: the copy
+    waited ``nominate_after`` (capacity-aware), so this is written once for it."""
+
+    clusters: tuple[str, ...]
+    message: str
+    once: bool = field(default=False)
+
+
+# -- winning (``winning.py``) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NoteWinner:
+    """Remember ``cluster`` as the winner (a later reconcile never chooses another)."""
+
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOtherCopies:
+    """Delete the copies (and our jobs) on ``clusters``, at once, before the winner runs."""
+
+    clusters: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetNameTaken:
+    """The Job's (``copy``: the copy's) name on ``cluster`` was read afresh and judged:
+    forget the conflict."""
+
+    cluster: str
+    copy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreateClaimTemplate:
+    """Copy the manager's ResourceClaimTemplate ``source`` to ``cluster``."""
+
+    cluster: str
+    source: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CreateJob:
+    """Create the job on ``cluster``; when its name is taken there, note it (the next read
+    looks at it afresh) and stop here."""
+
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetReady:
+    """The check Ready on ``cluster`` (and the Workload Admitted when no other check
+    waits); count and trace the placement."""
+
+    cluster: str
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Do not place it on ``cluster`` until ``until`` (monotonic): an object kfed did not
+    create holds the name there."""
+
+    cluster: str
+    reason: str
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Take back the copy on ``cluster`` and forget it as the winner or the placement."""
+
+    cluster: str
+
+
 Action = (
     DeleteCopies
     | ForgetRecord
     | Reject
-    | RecordFinished
+    | KeepEndedCopy
+    | RecordRanOn
+    | PatchJobStatus
+    | FinishWorkload
     | NoteReserved
-    | Win
     | ResetJob
     | Retry
-    | SyncStatus
-    | Place
     | LookAgain
+    | TellRefusal
+    | RecoverPlacement
+    | Withdraw
+    | NoteChoice
+    | Wait
+    | GiveBack
+    | Send
+    | SendCopies
+    | NoteRound
+    | Nominate
+    | NoteWinner
+    | DeleteOtherCopies
+    | ForgetNameTaken
+    | CreateClaimTemplate
+    | CreateJob
+    | SetReady
+    | Block
+    | Refuse
 )

@@ -1,5 +1,6 @@
 """Placing a workload, capacity-aware: pure. Two decisions, each with facts in and one verdict
-out; ``placing.Placer`` gathers the facts and carries the verdicts out.
+out; the group read (``placing.PlacingReader``) gathers the facts and ``placement.place``
+turns the verdicts into actions.
 
 ``judge_placement``: what about the copy already sent to one worker?
 

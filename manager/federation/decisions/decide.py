@@ -2,27 +2,26 @@
 a list of typed actions out, carried out in order by ``applier.py``.
 
 The steps are ``routing.route``'s (clean up, retain, record a finished run, reject, win,
-stop, follow, place) and, for a workload placed on a worker, ``following.decide``'s (sync
-its status, wait, or give it back to be placed again). Each action is a value: the table
-tests compare lists of them (``tests/unit/federation/test_decide.py``).
+stop, follow, place: ``placement.place``) and, for a workload placed on a worker,
+``following.decide``'s (sync its status: ``jobsync.py``, wait, or give it back to be placed
+again); a copy that won becomes the one run by ``winning.win``. Each action is a value: the
+table tests compare lists of them (``tests/unit/federation/test_decide.py``).
 """
 
 from __future__ import annotations
 
-from manager.federation.decisions import following, routing
+from manager.federation.decisions import following, jobsync, placement, routing, winning
 from manager.federation.decisions.actions import (
     Action,
     DeleteCopies,
     ForgetRecord,
+    KeepEndedCopy,
     LookAgain,
     NoteReserved,
-    Place,
-    RecordFinished,
+    RecordRanOn,
     Reject,
     ResetJob,
     Retry,
-    SyncStatus,
-    Win,
 )
 from manager.federation.decisions.group import WorkloadGroup
 
@@ -32,24 +31,35 @@ def decide(group: WorkloadGroup) -> list[Action]:
     route = routing.route(group.facts)
     match route.step:
         case routing.Step.CLEAN_UP:
-            return [DeleteCopies(), ForgetRecord()]
+            return [*delete_copies(group), ForgetRecord()]
         case routing.Step.RETAIN:
-            return [DeleteCopies(keep=group.ran_on or None), LookAgain(route.after or 0.0)]
+            return [*delete_copies(group, keep=group.ran_on), LookAgain(route.after or 0.0)]
         case routing.Step.NONE:
             return []
         case routing.Step.REJECT:
             return [Reject(route.message)]
         case routing.Step.RECORD_FINISHED:
-            return [RecordFinished(group.finished_copy[0] if group.finished_copy else "")]
+            cluster = group.finished_copy[0] if group.finished_copy else ""
+            unreachable = not group.facts.holds_quota
+            return [RecordRanOn(cluster, unreachable), *jobsync.finish(group.sync, group.run_end)]
         case routing.Step.WIN:
             assert group.finished_copy is not None  # routed on a finished copy
-            return [NoteReserved(), Win(group.finished_copy[0])]
+            return [NoteReserved(), *winning.win(group.wins[group.finished_copy[0]])]
         case routing.Step.STOP:
-            return [NoteReserved(), DeleteCopies(), ResetJob(), ForgetRecord()]
+            return [NoteReserved(), *delete_copies(group), ResetJob(), ForgetRecord()]
         case routing.Step.FOLLOW:
             return [NoteReserved(), *_follow(group)]
         case routing.Step.PLACE:
-            return [NoteReserved(), Place()]
+            assert group.placing is not None  # the group read gathers it at this step
+            return [NoteReserved(), *placement.place(group.placing, group.wins)]
+
+
+def delete_copies(group: WorkloadGroup, keep: str = "") -> list[Action]:
+    """Every copy goes but ``keep``'s (a finished run's, retained) and, never-twice, those
+    whose run ended unseen (read afresh): that run is recorded as the job's result."""
+    kept = [KeepEndedCopy(c) for c in group.holders if c != keep and c in group.ended_unseen]
+    going = tuple(c for c in group.holders if c != keep and c not in group.ended_unseen)
+    return [*kept, DeleteCopies(going)]
 
 
 def _follow(group: WorkloadGroup) -> list[Action]:
@@ -61,4 +71,4 @@ def _follow(group: WorkloadGroup) -> list[Action]:
         case following.Do.WAIT:
             return [LookAgain(action.after)] if action.after is not None else []
         case following.Do.SYNC:
-            return [SyncStatus(worker.name)]
+            return jobsync.sync(group.sync)

@@ -1,5 +1,6 @@
 """Upstream's dispatchers, AllAtOnce and Incremental: which workers get a copy now, and which
-admitted copy wins (pure). ``placing.Placer`` gathers the facts and carries the choice out.
+admitted copy wins (pure). The group read (``placing.PlacingReader``) gathers the facts;
+``placement.place`` turns the choice into actions.
 
 - A winner, once chosen, stays chosen: a later reconcile may see another copy admitted as
   early (admission timestamps have 1 s resolution) before it sees the check Ready; choosing

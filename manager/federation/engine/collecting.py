@@ -8,7 +8,6 @@ ran on."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 
@@ -16,6 +15,7 @@ from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.federation.decisions import checkstatus, leftovers
+from manager.federation.engine.applier import Applier
 from manager.federation.engine.lookups import Lookups, run_facts
 from manager.federation.engine.retaining import Retaining, ran_on
 from manager.federation.engine.writes import Writes
@@ -33,11 +33,13 @@ class Collector:
         self,
         look: Lookups,
         write: Writes,
+        applier: Applier,
         requeue: Callable[[str], None],
         retaining: Retaining | None = None,
     ) -> None:
         self.look = look
         self.write = write
+        self.applier = applier
         self.requeue = requeue
         self.state = look.state
         self.retaining = retaining or Retaining(look.state, look.settings)
@@ -79,7 +81,7 @@ class Collector:
             facts = run_facts(copy_, [(kind, job)], self.look.records.was_stopped)
             run = leftovers.run_end(facts)
             if run is leftovers.RunEnd.RESULT:
-                self.look.records(key).ended_remote_jobs[remote.name] = job
+                self.applier.note_ended_run(key, remote.name, job)
                 log.info("the run of %s on %s ended while it was unreachable", key, remote.name)
 
     def workload_facts(self, key: str) -> leftovers.WorkloadFacts:
@@ -165,19 +167,7 @@ class Collector:
                 continue
             if facts.exists and remote.name in facts.placed_on:
                 continue
-            log.info(
-                "collecting orphan ResourceClaimTemplate %s/%s on %s",
-                meta["namespace"],
-                meta["name"],
-                remote.name,
-            )
-            with contextlib.suppress(errors.KubeError):
-                await remote.api.delete(
-                    R.RESOURCE_CLAIM_TEMPLATES,
-                    meta["name"],
-                    meta["namespace"],
-                    uid=meta.get("uid"),
-                )
+            await self.write.delete_orphan(remote, R.RESOURCE_CLAIM_TEMPLATES, template)
             removed += 1
         return removed
 
@@ -203,16 +193,6 @@ class Collector:
                 copy_exists=remote.workloads().get(key) is not None,
                 workload=self.workload_facts(key),
             ):
-                log.info(
-                    "collecting orphan %s %s/%s on %s",
-                    kind.resource.kind,
-                    meta["namespace"],
-                    meta["name"],
-                    remote.name,
-                )
-                with contextlib.suppress(errors.KubeError):
-                    await remote.api.delete(
-                        kind.resource, meta["name"], meta["namespace"], propagation="Foreground"
-                    )
+                await self.write.delete_orphan(remote, kind.resource, job, foreground=True)
                 removed += 1
         return removed

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
@@ -35,9 +36,10 @@ from manager.federation.engine.collecting import Collector
 from manager.federation.engine.grouping import GroupReader
 from manager.federation.engine.jobstatus import JobStatus
 from manager.federation.engine.lookups import Lookups
-from manager.federation.engine.placing import Placer
-from manager.federation.engine.records import Records, Stats
+from manager.federation.engine.placing import PlacingReader
+from manager.federation.engine.records import Records, Stats, ToldRefusals
 from manager.federation.engine.retaining import Retaining
+from manager.federation.engine.runreading import RunReader
 from manager.federation.engine.writes import Writes
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
@@ -51,8 +53,15 @@ log = logging.getLogger(__name__)
 
 class Dispatcher:
     def __init__(
-        self, manager: ClusterController, registry: ClusterRegistry, settings: FederationSettings
+        self,
+        manager: ClusterController,
+        registry: ClusterRegistry,
+        settings: FederationSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.clock = clock
+        """Monotonic: every timing of the engine (placements, blocks, failover, latency)."""
         self.manager = manager
         self.state = manager.state
         self.registry = registry
@@ -60,16 +69,28 @@ class Dispatcher:
         self.queue = WorkQueue(name="dispatch")
         self.records = Records()
         self.stats = Stats()
-        self.look = Lookups(self.state, registry, settings, self.records)
+        self.look = Lookups(self.state, registry, settings, self.records, clock)
         self.write = Writes(manager, self.look, self.stats)
         self.jobs = JobStatus(self.state, self.look)
-        self.placer = Placer(self.look, self.write, self.stats)
-        self.retaining = Retaining(self.state, settings)
-        self.retaining.on_change = self._retention_changed
-        self.collector = Collector(self.look, self.write, self.queue.add, self.retaining)
-        self.reader = GroupReader(self.look, registry, self.retaining)
+        told_refusals = ToldRefusals()
+        self.placing = PlacingReader(self.look, told_refusals)
+        self.retaining = Retaining(self.state, settings, on_change=self._retention_changed)
+        self.reader = GroupReader(
+            self.look, registry, self.retaining, self.placing, RunReader(self.look), clock
+        )
         self.applier = Applier(
-            self.state, registry, self.records, self.write, self.jobs, self.placer
+            self.state,
+            registry,
+            self.records,
+            self.write,
+            self.jobs,
+            settings=settings,
+            stats=self.stats,
+            told_refusals=told_refusals,
+            clock=clock,
+        )
+        self.collector = Collector(
+            self.look, self.write, self.applier, self.queue.add, self.retaining
         )
         self._rescan = False
         self.state.workloads.subscribe(self._on_manager_workload)
@@ -83,7 +104,7 @@ class Dispatcher:
         return self.look.federation_of(cluster_queue)
 
     def worker_view(self, remote: RemoteCluster, order: int) -> capacity.WorkerView:
-        return self.placer.worker_view(remote, order)
+        return self.placing.worker_view(remote, order)
 
     async def recover(self, remote: RemoteCluster) -> None:
         await self.collector.recover(remote)
@@ -95,7 +116,7 @@ class Dispatcher:
 
     def _quota_reserved(self, key: str, _admit: object) -> None:
         """Dispatch latency counts from here: the moment the manager reserved the quota."""
-        self.records(key).reserved_at = time.monotonic()
+        self.applier.note_reserved(key)
 
     def _on_manager_workload(self, event: Event) -> None:
         self.queue.add(event.key)
@@ -125,7 +146,7 @@ class Dispatcher:
                 # TTL controller may delete a finished Job before we copied its final status
                 # (ttlSecondsAfterFinished: 0). Without it the manager's Job would never
                 # end, or worse, its vanished copy would count as a reason to run it again.
-                self.records(key).ended_remote_jobs[remote.name] = event.obj
+                self.applier.note_ended_run(key, remote.name, event.obj)
             on_remote(event)
 
         remote.workloads().subscribe(on_remote)
@@ -182,5 +203,5 @@ class Dispatcher:
 
     async def _reconcile(self, key: str) -> float | None:
         """Read the workload's group once, decide its actions, carry them out."""
-        group = self.reader.read(key)
+        group = await self.reader.read(key)
         return await self.applier.apply(group, decide.decide(group))

@@ -1,15 +1,24 @@
 """Reads a workload's ``WorkloadGroup`` (``group.py``) from the informers and the
-dispatcher's record: the dispatcher's one read per reconcile."""
+dispatcher's record: the dispatcher's one read per reconcile. What the workload's step needs
+besides is read here too: to be placed, its placement facts (``placing.PlacingReader``); a
+copy that may win, the winner's facts; followed or finished, its job there and the
+manager's; its copies to go, which ended unseen (``runreading.RunReader``: the fresh reads
+never-twice needs, each named with its reason)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import checkstatus, routing
 from manager.federation.decisions.group import WorkloadGroup
 from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.placing import PlacingReader
 from manager.federation.engine.retaining import Retaining, ran_on
+from manager.federation.engine.runreading import RunReader
 from manager.federation.workers.registry import ClusterRegistry
 
 Obj = dict[str, Any]
@@ -18,12 +27,51 @@ Obj = dict[str, Any]
 class GroupReader:
     """Reads a ``WorkloadGroup`` from the informers (and the dispatcher's record)."""
 
-    def __init__(self, look: Lookups, registry: ClusterRegistry, retaining: Retaining) -> None:
+    def __init__(
+        self,
+        look: Lookups,
+        registry: ClusterRegistry,
+        retaining: Retaining,
+        placing: PlacingReader,
+        runs: RunReader,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.look = look
         self.registry = registry
         self.retaining = retaining
+        self.placing = placing
+        self.runs = runs
+        self.clock = clock
 
-    def read(self, key: str) -> WorkloadGroup:
+    async def read(self, key: str) -> WorkloadGroup:
+        """The group of ``key``: from the informers, and what its step needs besides."""
+        group = self._read(key)
+        obj, step = group.workload, routing.route(group.facts).step
+        match step:
+            case routing.Step.CLEAN_UP | routing.Step.RETAIN | routing.Step.STOP:
+                holders = self.runs.holders(key)
+                live = obj is not None and not ws.is_finished(obj)
+                ended = await self.runs.ended_unseen(key, holders) if live else frozenset()
+                return replace(group, holders=holders, ended_unseen=ended)
+            case routing.Step.FOLLOW if obj is not None and group.placed_on is not None:
+                return replace(group, sync=self.runs.sync(group.placed_on.name, obj))
+            case routing.Step.RECORD_FINISHED if obj is not None and group.finished_copy:
+                cluster, copy_ = group.finished_copy
+                sync = self.runs.sync(cluster, obj)
+                run_end = self.runs.run_end(cluster, obj, copy_)
+                return replace(group, sync=sync, run_end=run_end)
+        if obj is None or step not in (routing.Step.WIN, routing.Step.PLACE):
+            return group
+        now = self.clock()
+        ended_on = group.finished_copy[0] if group.finished_copy else ""
+        wins = await self.runs.wins(key, obj, dict(group.copies), now, ended_on)
+        if step is routing.Step.WIN:
+            return replace(group, wins=wins)
+        # Only a workload to be placed: evaluating the workers is the costly part of a read.
+        placing = await self.placing.read(key, obj, list(group.workers), dict(group.copies), now)
+        return replace(group, wins=wins, placing=placing)
+
+    def _read(self, key: str) -> WorkloadGroup:
         obj = self.look.state.workloads.get(key)
         if obj is None:
             return WorkloadGroup(key)

@@ -1,15 +1,12 @@
-"""Status back to the manager: the remote job's status copied to the manager's job (whose
-own controller then finishes the Workload), and what is left of it when its pods are gone.
-The same for every kind: its adapter says which status the manager takes and which fields
-count running pods."""
+"""Status back to the manager, written: the remote job's status patched onto the manager's
+job (whose own controller then finishes the Workload; what to patch is ``jobsync.py``'s), a
+run's end on the Workload, and what is left of the job when its pods are gone."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 
-from manager.api import constants as C
-from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation.engine.lookups import Lookups
@@ -26,30 +23,12 @@ class JobStatus:
         self.state = state
         self.look = look
 
-    async def sync(self, cluster: str, obj: Obj) -> None:
-        """Copy the status of the workload's job on ``cluster`` to the manager's job."""
-        remote = self.look.registry.remote(cluster)
+    async def patch_status(self, obj: Obj, patch: Obj) -> None:
+        """Patch the status of the workload's job on the manager (``jobsync.status_patch``)."""
         job = self.look.manager_job(obj)
+        if job is None:
+            return
         kind = self.look.kind_of(obj)
-        remote_job = self.look.final_remote_job(remote, obj) if remote is not None else None
-        if job is None or remote_job is None:
-            return
-        if kind.is_suspended(job) and kind.outcome(remote_job) is None:
-            return  # requeued: only a final state (it finished there unseen) is copied
-        status = kind.status_for_manager(remote_job)
-        current = job.get("status") or {}
-        if not status or status == current:
-            return
-        # A merge patch only overwrites: fields the worker no longer reports (active: 0 is
-        # omitted) must be removed explicitly, or a finished Job would keep active pods.
-        dropped = [k for k in kind.status_counters if k in current and k not in status]
-        patch = {**dict.fromkeys(dropped), **status}
-        if current.get("startTime"):
-            # The apiserver refuses to move startTime of a running Job: after a move to
-            # another worker the manager's Job keeps the time it first started.
-            patch.pop("startTime", None)
-        if all(current.get(k) == v for k, v in patch.items()):
-            return
         meta = job["metadata"]
         try:
             await self.state.api.patch(
@@ -63,11 +42,10 @@ class JobStatus:
             return
         except errors.Invalid as err:
             log.warning(
-                "status of %s %s/%s not synced from %s: %s",
+                "status of %s %s/%s not synced: %s",
                 kind.resource.kind,
                 meta["namespace"],
                 meta["name"],
-                cluster,
                 err.message,
             )
 
@@ -88,30 +66,8 @@ class JobStatus:
                 subresource="status",
             )
 
-    async def finish_from(self, cluster: str, obj: Obj, remote_wl: Obj) -> None:
-        """The copy on ``cluster`` finished: its result is the workload's."""
-        remote = self.look.registry.remote(cluster)
-        if remote is None:
-            return
-        job = self.look.manager_job(obj)
-        if job is not None and self.look.final_remote_job(remote, obj) is not None:
-            await self.sync(cluster, obj)
-            return  # the manager's Job controller finishes the Workload from its Job status
-        finished = conditions.find(ws.status_of(remote_wl).get("conditions"), C.FINISHED)
-        if finished is not None:
-            succeeded = finished.get("reason") == C.REASON_SUCCEEDED
-            message = str(finished.get("message", ""))
-        else:  # its job there ended; the shim has not written it on the copy yet
-            key = ws.key_of(obj)
-            ended = [
-                k.outcome(j)
-                for k, j in self.look.remote_jobs_of(remote, key)
-                if self.look.counts(remote, key, j)  # never a stopped run's end
-            ]
-            outcome = next((o for o in ended if o is not None), None)
-            if outcome is None:
-                return
-            succeeded, message = outcome.succeeded, outcome.message
+    async def finish_workload(self, obj: Obj, succeeded: bool, message: str) -> None:
+        """The run's end on the manager's Workload, where its job's status did not bring it."""
         with contextlib.suppress(errors.NotFound):
             await patch_guarded(
                 self.state.api,

@@ -29,6 +29,9 @@ from manager.federation.workers.registry import ClusterRegistry
 from manager.federation.workers.remote import FEDERATED_KINDS, JOBS_BY_WORKLOAD, RemoteCluster
 from manager.kube.api import Obj
 
+UNBLOCK_MARGIN = 0.05
+"""Seconds after a block ends before looking again, so that the block has surely ended."""
+
 
 def ours(remote_obj: Obj, origin: str) -> bool:
     """Made by this manager (its origin label), so kfed may change or delete it."""
@@ -97,11 +100,14 @@ class Lookups:
         registry: ClusterRegistry,
         settings: FederationSettings,
         records: Records,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = state
         self.registry = registry
         self.settings = settings
         self.records = records
+        self.clock = clock
+        """Monotonic: blocks, placements and failover timings are measured on it."""
 
     # -- federated? ----------------------------------------------------------------------
 
@@ -285,15 +291,15 @@ class Lookups:
         record = self.records.get(key)
         blocked = record.blocked if record is not None else {}
         reason, until = blocked.get(cluster, ("", 0.0))
-        return reason if time.monotonic() < until else None
+        return reason if self.clock() < until else None
 
     def unblocked_in(self, key: str) -> float | None:
         """Seconds until the first worker ``key`` is blocked from is considered again (a
         time, not an event, ends a block: nothing else would wake the workload then)."""
         record = self.records.get(key)
-        now = time.monotonic()
+        now = self.clock()
         ends = [until for _, until in (record.blocked.values() if record else ()) if until > now]
-        return min(ends) - now + 0.05 if ends else None
+        return min(ends) - now + UNBLOCK_MARGIN if ends else None
 
     def failover_policy(self, obj: Obj) -> FailoverPolicy:
         admission = ws.status_of(obj).get("admission") or {}
@@ -312,11 +318,11 @@ class Lookups:
             could_fence=state.could_fence,
             last_renew_start=state.last_renew_start,
             lost_since=state.lost_since,
-            now=time.monotonic(),
+            now=self.clock(),
         )
 
     def lost_long_enough(self, remote: RemoteCluster, obj: Obj) -> bool:
-        return not remote.connected and time.monotonic() >= self.may_move_at(remote, obj)
+        return not remote.connected and self.clock() >= self.may_move_at(remote, obj)
 
     def worker_facts(self, cluster: str, obj: Obj) -> following.WorkerFacts:
         """What following a workload placed on ``cluster`` needs to know about that worker."""
@@ -327,7 +333,7 @@ class Lookups:
             return following.WorkerFacts(
                 cluster,
                 following.Connection.RETIRED,
-                may_move_in=self.may_move_at(retired, obj) - time.monotonic(),
+                may_move_in=self.may_move_at(retired, obj) - self.clock(),
                 lost_because=retired.state.message.removeprefix("Connection to worker lost: "),
             )
         if remote is None:
@@ -340,7 +346,7 @@ class Lookups:
             return following.WorkerFacts(
                 cluster,
                 following.Connection.LOST,
-                may_move_in=self.may_move_at(remote, obj) - time.monotonic(),
+                may_move_in=self.may_move_at(remote, obj) - self.clock(),
                 could_fence=remote.state.could_fence,
             )
         return following.WorkerFacts(

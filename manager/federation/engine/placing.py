@@ -1,24 +1,22 @@
-"""Placing a workload whose MultiKueue check is Pending.
+"""The placement part of a workload's group read: what ``placement.place`` needs to place a
+workload whose MultiKueue check is Pending, read from the informers and the record.
 
-Capacity-aware (default): one copy on the best-fitting worker (``capacity.py``); a copy not
-admitted within ``admission_timeout`` is withdrawn and the next candidate tried; when every
-worker says it can never hold the workload as configured, it keeps its manager quota for
-``dispatch_deadline`` and is then given back (check Retry) with the reason. AllAtOnce /
-Incremental (upstream's modes): copies on every (or ``incremental_step`` more) worker, the
-first to admit wins and the others are deleted before the Job is created on the winner.
+Capacity-aware: the copy already sent and how it stands there (``choosing.Placed``) and,
+when a copy is to be sent (``placement.needs_choice``), every worker of its config
+evaluated for it (eligibility, quota, devices). AllAtOnce / Incremental: the eligible
+workers and the copies admitted (``many.ManyFacts``). Reads only; the applier writes.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
-import time
 from collections import OrderedDict
+from dataclasses import replace
 
 from manager.api import constants as C
 from manager.api import dra, quantity
-from manager.controllers import conditions, spans
-from manager.controllers import eventreasons as told
+from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import (
     capacity,
@@ -26,13 +24,13 @@ from manager.federation.decisions import (
     devices,
     eligibility,
     many,
+    placement,
     references,
+    samename,
 )
 from manager.federation.decisions.eligibility import WorkerEligibility
-from manager.federation.engine import workloadview
-from manager.federation.engine.lookups import Lookups
-from manager.federation.engine.records import Placement, Stats
-from manager.federation.engine.writes import Writes
+from manager.federation.engine.lookups import Lookups, foreign_reason
+from manager.federation.engine.records import InFlight, Placement, ToldRefusals
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, DispatchMode
 from manager.federation.workers.remote import RemoteCluster
 from manager.kube import errors
@@ -41,8 +39,6 @@ from manager.kube.api import Obj
 
 log = logging.getLogger(__name__)
 
-TOLD_REFUSALS = 4096
-"""Refusals for references remembered (workload, worker), so each is told by one Event."""
 DEVICE_NEEDS = 4096
 """Workloads whose device requests (read from their ResourceClaimTemplates) are remembered."""
 
@@ -52,16 +48,14 @@ def _admitted_at(remote_wl: Obj) -> str:
     return str(c.get("lastTransitionTime", ""))
 
 
-class Placer:
-    def __init__(self, look: Lookups, write: Writes, stats: Stats) -> None:
+class PlacingReader:
+    def __init__(self, look: Lookups, told: ToldRefusals) -> None:
         self.look = look
-        self.write = write
-        self.stats = stats
+        self.told = told
         self.state = look.state
         self.registry = look.registry
         self.settings = look.settings
         self.records = look.records
-        self._told_refusals: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._needs: OrderedDict[str, tuple[tuple[object, ...], devices.Need]] = OrderedDict()
         self._inventories: dict[str, tuple[int, devices.Inventory, dict[str, tuple[str, ...]]]]
         self._inventories = {}
@@ -93,8 +87,15 @@ class Placer:
                 return {c.strip() for c in value.split(",") if c.strip()}
         return None
 
-    def worker_view(self, remote: RemoteCluster, order: int) -> capacity.WorkerView:
+    def worker_view(
+        self, remote: RemoteCluster, order: int, without: Placement | None = None
+    ) -> capacity.WorkerView:
+        """The worker's queues and what is in flight to it; ``without``: the copy being
+        withdrawn there, no longer counted (it is gone by the time the new one is sent)."""
         in_flight = self.records.in_flight(remote.name)
+        if without is not None and without.cluster == remote.name:
+            in_flight = InFlight(in_flight.waiting, dict(in_flight.usage))
+            in_flight.add(without, -1)
         return capacity.WorkerView(
             name=remote.name,
             local_queues=remote.informers["localqueues"].cache,
@@ -106,11 +107,23 @@ class Placer:
         )
 
     def ineligible(
-        self, obj: Obj, name: str, allowed: set[str] | None
+        self,
+        obj: Obj,
+        name: str,
+        allowed: set[str] | None,
+        refusals: dict[str, str],
+        foreign: dict[str, str] | None = None,
     ) -> capacity.Candidate | None:
         """Why no copy may go to worker ``name`` whatever its capacity (None: it may), the
-        same in every dispatch mode and in ``kfed whatif`` (``eligibility.py``)."""
-        return eligibility.refusal(self.eligibility(obj, name, allowed))
+        same in every dispatch mode and in ``kfed whatif`` (``eligibility.py``); a
+        references refusal is added to ``refusals``. ``foreign``: workers found just now
+        to hold a same-named Workload kfed did not create, blocked from now on."""
+        facts = self.eligibility(obj, name, allowed)
+        if foreign and name in foreign and facts.blocked is None:
+            facts = replace(facts, blocked=foreign[name])
+        if facts.references_refusal is not None:
+            refusals[name] = facts.references_refusal
+        return eligibility.refusal(facts)
 
     def eligibility(self, obj: Obj, name: str, allowed: set[str] | None) -> WorkerEligibility:
         """The facts ``eligibility.refusal`` judges, from the manager's live view."""
@@ -125,7 +138,7 @@ class Placer:
             registered=self.registry.mk_clusters.get(name) is not None,
             namespace=namespace,
             namespace_bound=bound,
-            # Asked only where it decides: a refusal is told by an Event, once.
+            # Asked only where it decides: a refusal is told by an Event, once (the applier).
             references_refusal=self.references_refusal(obj, name) if permitted and bound else None,
             connected=remote is not None and remote.connected,
             kind=f"{res.kind} ({res.api_version})",
@@ -136,23 +149,13 @@ class Placer:
 
     def references_refusal(self, obj: Obj, name: str) -> str | None:
         """Why the worker's ``kfed.io/allowed-references`` keeps this workload away (None:
-        it does not). Told once per workload and worker by a Warning Event on the Workload."""
+        it does not)."""
         policy = references.policy_of(self.registry.mk_clusters.get(name))
         if policy is None:
             return None
         namespace = str(obj["metadata"].get("namespace") or "")
         used = references.of_objects(namespace, (obj, self.look.manager_job(obj)))
-        refusal = references.refusal(policy, used, namespace=namespace, worker=name)
-        told = (str(obj["metadata"].get("uid") or ws.key_of(obj)), name)
-        if refusal is not None and self._told_refusals.get(told) != refusal:
-            self._told_refusals[told] = refusal
-            self._told_refusals.move_to_end(told)
-            while len(self._told_refusals) > TOLD_REFUSALS:
-                self._told_refusals.popitem(last=False)
-            self.state.events.warning(
-                obj, references.EVENT_REASON, f"not placed on {name}: {refusal}"
-            )
-        return refusal
+        return references.refusal(policy, used, namespace=namespace, worker=name)
 
     async def device_need(self, obj: Obj) -> devices.Need:
         """What each pod of the workload asks of a worker's devices: its pod sets' claims
@@ -210,7 +213,14 @@ class Placer:
         return devices.WorkerDevices(inv[1], held[1], inv[2])
 
     def candidates(
-        self, obj: Obj, clusters: list[str], need: devices.Need | None = None
+        self,
+        obj: Obj,
+        clusters: list[str],
+        need: devices.Need | None = None,
+        *,
+        without: Placement | None = None,
+        refusals: dict[str, str] | None = None,
+        foreign: dict[str, str] | None = None,
     ) -> list[capacity.Candidate]:
         """Every worker of the config, evaluated for this workload: quota, then (for a
         workload that claims devices, ``need``) whether every pod gets its devices on one
@@ -219,13 +229,14 @@ class Placer:
         allowed = self.allowed(obj)
         result = []
         for order, name in enumerate(clusters):
-            refused = self.ineligible(obj, name, allowed)
+            said = {} if refusals is None else refusals
+            refused = self.ineligible(obj, name, allowed, said, foreign)
             remote = self.registry.remote(name)
             if refused is not None or remote is None:
                 result.append(refused or capacity.Candidate(name, False, "not connected"))
                 continue
             candidate = capacity.evaluate(
-                self.worker_view(remote, order), request, self.state.flavors.cache
+                self.worker_view(remote, order, without), request, self.state.flavors.cache
             )
             if need:
                 candidate = devices.evaluate(
@@ -234,18 +245,112 @@ class Placer:
             result.append(candidate)
         return result
 
-    # -- placing -------------------------------------------------------------------------
+    # -- the facts ---------------------------------------------------------------------
 
-    async def place(
-        self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
-    ) -> float | None:
-        if self.settings.dispatch_mode is DispatchMode.CAPACITY_AWARE:
-            return await self._place_capacity_aware(key, obj, check, clusters, copies)
-        return await self._place_many(key, obj, check, clusters, copies)
+    async def read(
+        self, key: str, obj: Obj, clusters: list[str], copies: dict[str, Obj], now: float
+    ) -> placement.PlacingFacts:
+        """What ``placement.place`` needs about the workload ``key``, read now."""
+        settings = self.settings
+        refusals: dict[str, str] = {}
+        record = self.records.get(key)
+        taken = await self._copies_taken(obj, sorted(record.copy_taken) if record else [])
+        foreign = {cluster: who for cluster, who in taken if who}
+        facts = placement.PlacingFacts(
+            now,
+            settings.dispatch_mode,
+            unblocked_in=self.look.unblocked_in(key),
+            admission_timeout=settings.admission_timeout,
+            nominate_after=settings.nominate_after,
+            copies_taken=taken,
+            foreign_object_recheck=settings.foreign_object_recheck,
+        )
+        if settings.dispatch_mode is not DispatchMode.CAPACITY_AWARE:
+            allowed = self.allowed(obj)
+            usable = tuple(
+                n for n in clusters if self.ineligible(obj, n, allowed, refusals, foreign) is None
+            )
+            holding = set(copies) | ({record.winner} if record and record.winner else set())
+            facts = replace(
+                facts,
+                many=many.ManyFacts(
+                    now=now,
+                    usable=usable,
+                    has_copy=frozenset(copies),
+                    admitted=tuple(
+                        (_admitted_at(c), name)
+                        for name, c in copies.items()
+                        if ws.is_admitted(c) and not ws.is_evicted(c)
+                    ),
+                    winner=record.winner if record else None,
+                    incremental=settings.dispatch_mode is DispatchMode.INCREMENTAL,
+                    round=record.round if record else None,
+                    step=settings.incremental_step,
+                    round_timeout=settings.incremental_round_timeout,
+                ),
+                reachable=frozenset(n for n in holding if self.registry.remote(n) is not None),
+            )
+            return replace(facts, untold_refusals=self._untold(obj, refusals))
+        sent_record = record.placement if record is not None else None
+        sent = self._sent(obj, sent_record, copies, now)
+        if sent is not None and sent.placed.cluster in foreign:
+            sent = replace(sent, foreign=foreign[sent.placed.cluster])
+        if placement.needs_choice(sent, now):
+            need = await self.device_need(obj)
+            candidates = self.candidates(
+                obj, clusters, need, without=sent_record, refusals=refusals, foreign=foreign
+            )
+            facts = replace(
+                facts,
+                usage=self.request(obj).usage,
+                choosing=choosing.ChoosingFacts(
+                    now=now,
+                    candidates=tuple(candidates),
+                    tried=frozenset(record.tried) if record else frozenset(),
+                    unplaceable_since=record.unplaceable_since if record else None,
+                    dispatch_deadline=settings.dispatch_deadline,
+                    unblocked_in=facts.unblocked_in,
+                ),
+            )
+        return replace(facts, sent=sent, untold_refusals=self._untold(obj, refusals))
 
-    def placed(self, placement: Placement, copy_: Obj | None, obj: Obj) -> choosing.Placed:
+    async def _copies_taken(self, obj: Obj, clusters: list[str]) -> tuple[tuple[str, str], ...]:
+        """(worker, who made it: "" when ours or gone) of each worker where creating its copy
+        met AlreadyExists. Fresh: the Workload informer shows ours only; whose is it?"""
+        found = []
+        meta = obj["metadata"]
+        for cluster in clusters:
+            remote = self.registry.remote(cluster)
+            existing = None
+            if remote is not None:
+                with contextlib.suppress(errors.NotFound):
+                    existing = await remote.api.get(R.WORKLOADS, meta["name"], meta["namespace"])
+            origin = self.settings.origin
+            whose = samename.judge(existing, origin=origin, workload_name=None)
+            if whose is samename.SameName.FOREIGN and existing is not None:
+                found.append((cluster, foreign_reason("Workload", existing)))
+            else:
+                found.append((cluster, ""))
+        return tuple(found)
+
+    def _sent(
+        self, obj: Obj, sent: Placement | None, copies: dict[str, Obj], now: float
+    ) -> placement.Sent | None:
+        if sent is not None:
+            placed = self.placed(sent.cluster, sent.deadline, copies.get(sent.cluster), obj, now)
+            return placement.Sent(placed, False, sent.nominate_at, sent.waiting_message)
+        if copies:
+            # After a restart: a copy already exists; follow it.
+            cluster = sorted(copies)[0]
+            deadline = now + self.settings.admission_timeout
+            return placement.Sent(self.placed(cluster, deadline, copies[cluster], obj, now), True)
+        return None
+
+    def placed(
+        self, cluster: str, deadline: float, copy_: Obj | None, obj: Obj, now: float
+    ) -> choosing.Placed:
         """The facts ``choosing.judge_placement`` needs about the worker a copy went to."""
-        remote = self.registry.remote(placement.cluster)
+        remote = self.registry.remote(cluster)
         if copy_ is None:
             state = choosing.CopyState.ABSENT
         elif ws.is_evicted(copy_) or not ws.is_active(copy_):
@@ -257,203 +362,10 @@ class Placer:
         reachable = remote is not None and remote.connected
         may_move_in = 0.0
         if remote is not None and not reachable:
-            may_move_in = self.look.may_move_at(remote, obj) - time.monotonic()
-        return choosing.Placed(placement.cluster, placement.deadline, reachable, state, may_move_in)
+            may_move_in = self.look.may_move_at(remote, obj) - now
+        return choosing.Placed(cluster, deadline, reachable, state, may_move_in)
 
-    async def _place_capacity_aware(
-        self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
-    ) -> float | None:
-        record = self.records(key)
-        if record.placement is None and copies:
-            # After a restart: a copy already exists; follow it.
-            record.placement = Placement(
-                sorted(copies)[0],
-                "",
-                {},
-                time.monotonic() + self.settings.admission_timeout,
-                "recovered",
-            )
-        placement = record.placement
-        if placement is not None:
-            verdict = choosing.judge_placement(
-                self.placed(placement, copies.get(placement.cluster), obj), time.monotonic()
-            )
-            match verdict.do:
-                case choosing.Verdict.WIN:
-                    remote = self.registry.remote(placement.cluster)
-                    assert remote is not None  # reachable
-                    return await self.write.won(key, obj, check, remote, copies)
-                case choosing.Verdict.WAIT:
-                    return await self._nominate_if_waiting(obj, check, placement, verdict.after)
-            await self._withdraw(key, obj, placement.cluster, delete=verdict.delete_copy)
-
-        need = await self.device_need(obj)
-        facts = choosing.ChoosingFacts(
-            now=time.monotonic(),
-            candidates=tuple(self.candidates(obj, clusters, need)),
-            tried=frozenset(record.tried),
-            unplaceable_since=record.unplaceable_since,
-            dispatch_deadline=self.settings.dispatch_deadline,
-            unblocked_in=self.look.unblocked_in(key),
-        )
-        return await self._carry_out(key, obj, check, facts, choosing.choose(facts))
-
-    async def _nominate_if_waiting(
-        self, obj: Obj, check: str, placement: Placement, after: float | None
-    ) -> float | None:
-        """A copy not admitted yet: once it has waited ``nominate_after``, say so on the
-        Workload (the check's message, ``nominatedClusterNames``); the seconds before
-        looking again."""
-        if placement.nominate_at is None:
-            return after
-        remaining = placement.nominate_at - time.monotonic()
-        if remaining > 0:
-            return remaining if after is None else min(after, remaining)
-        placement.nominate_at = None
-        await self.write.set_check(
-            obj, check, "Pending", placement.waiting_message, nominated=[placement.cluster]
-        )
-        return after
-
-    async def _withdraw(self, key: str, obj: Obj, cluster: str, *, delete: bool) -> None:
-        """Give up the copy sent to ``cluster``: it was not admitted in time, it stopped, or
-        the worker is gone (and surely runs nothing of it)."""
-        record = self.records(key)
-        self.stats.withdrawn += 1
-        record.tried.add(cluster)
-        record.placement = None
-        remote = self.registry.remote(cluster)
-        if delete and remote is not None:
-            await self.write.delete_copy(remote, key, obj)
-        self.state.metrics.failover(cluster, "retry")
-
-    async def _carry_out(
-        self, key: str, obj: Obj, check: str, facts: choosing.ChoosingFacts, choice: choosing.Choice
-    ) -> float | None:
-        record = self.records(key)
-        record.tried = set(choice.tried)
-        record.unplaceable_since = choice.unplaceable_since
-        record.waiting = choice.do is not choosing.Choose.PLACE
-        match choice.do:
-            case choosing.Choose.PENDING:
-                await self.write.set_check(obj, check, "Pending", choice.message)
-                return choice.after
-            case choosing.Choose.GIVE_BACK:
-                # The manager evicts it, which releases the quota, and requeues it with
-                # backoff, the reason kept in its Evicted condition.
-                log.info("workload %s: %s", ws.key_of(obj), choice.message)
-                self.stats.retries += 1
-                await self.write.set_check(obj, check, "Retry", choice.message)
-                return None
-        return await self._send(key, obj, check, facts, choice)
-
-    async def _send(
-        self, key: str, obj: Obj, check: str, facts: choosing.ChoosingFacts, choice: choosing.Choice
-    ) -> float | None:
-        """PLACE: send a copy to the chosen worker and note where and why."""
-        best = choice.best
-        assert best is not None
-        record = self.records(key)
-        remote = self.registry.remote(best.cluster)
-        assert remote is not None  # a candidate that fits is connected
-        usage = {}
-        for (flavor, resource), amount in self.request(obj).usage.items():
-            worker_flavor = best.flavors.get(flavor, flavor)
-            usage[(best.worker_cluster_queue, worker_flavor, resource)] = amount
-        now = time.monotonic()
-        record.placement = Placement(
-            best.cluster,
-            best.worker_cluster_queue,
-            usage,
-            now + self.settings.admission_timeout,
-            best.reason,
-            waiting_message=choice.message,
-            nominate_at=now + self.settings.nominate_after,
-        )
-        decision = {
-            "cluster": best.cluster,
-            "reason": best.reason,
-            "rule": capacity.RULE,
-            "candidates": [c.describe() for c in facts.candidates],
-            "at": time.time(),
-        }
-        spans.record(
-            "manager",
-            "dispatch",
-            obj,
-            attributes={
-                "kfed.dispatch.mode": str(self.settings.dispatch_mode),
-                "kfed.cluster": best.cluster,
-                "kfed.dispatch.reason": best.reason,
-                "kfed.dispatch.rule": capacity.RULE,
-                "kfed.dispatch.candidates": decision["candidates"],
-                "kfed.dispatch.tried_before": sorted(facts.tried),
-            },
-        )
-        if not await self.write.create_copy(remote, obj):
-            record.placement = None
-            return 1.0
-        before, _ = workloadview.placement_of(obj)  # the previous decision, if any
-        told.dispatched(
-            self.state.events,
-            obj,
-            best.cluster,
-            best.reason,
-            previously=before.cluster if before is not None else "",
-        )
-        await self.write.annotate(obj, decision)
-        return self.settings.nominate_after
-
-    async def _place_many(
-        self, key: str, obj: Obj, check: str, clusters: list[str], copies: dict[str, Obj]
-    ) -> float | None:
-        """Upstream's AllAtOnce and Incremental: ``many.choose_many`` decides."""
-        record = self.records(key)
-        allowed = self.allowed(obj)
-        incremental = self.settings.dispatch_mode is DispatchMode.INCREMENTAL
-        choice = many.choose_many(
-            many.ManyFacts(
-                now=time.monotonic(),
-                usable=tuple(n for n in clusters if self.ineligible(obj, n, allowed) is None),
-                has_copy=frozenset(copies),
-                admitted=tuple(
-                    (_admitted_at(c), name)
-                    for name, c in copies.items()
-                    if ws.is_admitted(c) and not ws.is_evicted(c)
-                ),
-                winner=record.winner,
-                incremental=incremental,
-                round=record.round,
-                step=self.settings.incremental_step,
-                round_timeout=self.settings.incremental_round_timeout,
-            )
-        )
-        if choice.winner is not None:
-            remote = self.registry.remote(choice.winner)
-            if remote is None:
-                return 1.0
-            return await self.write.won(key, obj, check, remote, copies)
-        record.round = choice.round
-        if choice.send_to:
-            spans.record(
-                "manager",
-                "dispatch",
-                obj,
-                attributes={
-                    "kfed.dispatch.mode": str(self.settings.dispatch_mode),
-                    "kfed.clusters": list(choice.send_to),
-                },
-            )
-        # Each worker is a separate API server: the copies go out at once.
-        remotes = [r for r in (self.registry.remote(n) for n in choice.send_to) if r is not None]
-        await asyncio.gather(*(self.write.create_copy(r, obj) for r in remotes))
-        await self.write.set_check(
-            obj,
-            check,
-            "Pending",
-            f"dispatched to {', '.join(choice.nominated) or 'no worker'}",
-            nominated=sorted(choice.nominated),
-        )
-        if incremental:
-            return 1.0
-        return self.look.unblocked_in(key)
+    def _untold(self, obj: Obj, refusals: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        """The references refusals found in this read that were not told yet."""
+        who = ToldRefusals.who(obj)
+        return tuple((w, r) for w, r in refusals.items() if self.told.said(who, w) != r)

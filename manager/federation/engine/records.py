@@ -8,7 +8,7 @@ workload is done with (``Records.forget``)."""
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +102,12 @@ class WorkloadRecord:
     status, or read afresh when the worker came back while the informer still shows it
     running (its watch resumes on its own time). Judged when read, like a job still there: a
     stopped run's end (fenced, evicted, moved) is never the result (``leftovers.run_end``)."""
+    copy_taken: set[str] = field(default_factory=set)
+    """Workers where creating its copy met AlreadyExists: the next read looks at that name
+    afresh (whose is it?) and forgets it."""
+    name_taken: set[str] = field(default_factory=set)
+    """Workers where creating its job met AlreadyExists: the next read looks at that name
+    afresh (the informer shows ours only, and may lag) until it is judged."""
     blocked: dict[str, tuple[str, float]] = field(default_factory=dict)
     """Workers it must not go to for now, with why and until when (monotonic): an object of
     the same name there that kfed did not create."""
@@ -177,6 +183,33 @@ class Records:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+
+TOLD_REFUSALS = 4096
+"""Refusals for references remembered (workload, worker), so each is told by one Event."""
+
+
+class ToldRefusals:
+    """Which ``kfed.io/allowed-references`` refusal was told for a workload and worker (by a
+    Warning Event, once): read by the group read, remembered by the applier as it tells."""
+
+    def __init__(self, kept: int = TOLD_REFUSALS) -> None:
+        self.kept = kept
+        self._told: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    @staticmethod
+    def who(obj: Obj) -> str:
+        meta = obj["metadata"]
+        return str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+
+    def said(self, who: str, worker: str) -> str | None:
+        return self._told.get((who, worker))
+
+    def remember(self, who: str, worker: str, refusal: str) -> None:
+        self._told[(who, worker)] = refusal
+        self._told.move_to_end((who, worker))
+        while len(self._told) > self.kept:
+            self._told.popitem(last=False)
 
 
 DISPATCH_LATENCIES_KEPT = 10_000

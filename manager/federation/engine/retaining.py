@@ -42,12 +42,13 @@ class Retaining:
         settings: FederationSettings,
         *,
         clock: Callable[[], float] = time.time,
+        on_change: Callable[[str], None] | None = None,
     ) -> None:
         self.state = state
         self.settings = settings
         self.clock = clock
         """Wall clock: finish times are the API server's, and survive a manager restart."""
-        self.on_change: Callable[[str], None] | None = None
+        self.on_change = on_change
         """Called with a ClusterQueue's name when its retention changed."""
         self._told: dict[str, str | None] = {}
         """ClusterQueue -> the annotation value last seen (so each bad value is told once)."""

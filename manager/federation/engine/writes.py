@@ -1,28 +1,25 @@
-"""Every change the dispatcher makes, in one place: the MultiKueue check of a manager
-Workload, and the copies and Jobs on the workers (created, taken back, deleted). Decisions
-are made elsewhere (``dispatch.py``, ``placing.py``, ``following.py``); these perform them,
-count them and trace them."""
+"""The dispatcher's writes, for the applier: the MultiKueue check of a manager Workload, and
+the copies, Jobs and ResourceClaimTemplates on the workers (created, taken back, deleted).
+Decisions are made in ``decisions/``; these perform them, count them and trace them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
-from manager.api import constants as C
 from manager.api import dra
 from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import queued_since
-from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
 from manager.federation.decisions import checkstatus, samename
 from manager.federation.engine import remoteobjects
-from manager.federation.engine.lookups import Lookups, foreign_reason
+from manager.federation.engine.lookups import Lookups
 from manager.federation.engine.records import Stats
 from manager.federation.settings import (
     FENCE_AFTER_ANNOTATION,
@@ -49,8 +46,23 @@ FAILOVER_METRIC_REASON: dict[str, FailoverReason] = {
 """``retry`` reasons as the ``kfed_failovers_total`` reason label counts them."""
 
 
+class Created(StrEnum):
+    CREATED = "created"
+    TAKEN = "taken"
+    """AlreadyExists: something holds the name there (judged on the next read)."""
+    FAILED = "failed"
+
+
 class Writes:
-    def __init__(self, manager: ClusterController, look: Lookups, stats: Stats) -> None:
+    def __init__(
+        self,
+        manager: ClusterController,
+        look: Lookups,
+        stats: Stats,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.wall_clock = wall_clock
+        """Wall clock: waits measured from the API server's timestamps."""
         self.manager = manager
         self.state = manager.state
         self.look = look
@@ -78,17 +90,18 @@ class Writes:
         if written is not None and checkstatus.check_state(obj, check)[0] != "Ready":
             told.got_reservation(self.state.events, written, cluster)
         if written is not None and ws.is_admitted(written) and not ws.is_admitted(obj):
+            now = self.wall_clock()
             self.state.metrics.admitted(
                 ws.cluster_queue_of(written),
-                waited=time.time() - queued_since(written),
+                waited=now - queued_since(written),
                 workload=written,
-                checks_waited=time.time() - (ws.reservation_time(written) or time.time()),
+                checks_waited=now - (ws.reservation_time(written) or now),
             )
             told.admitted(
                 self.state.events,
                 written,
                 ws.cluster_queue_of(written),
-                time.time() - (ws.reservation_time(written) or time.time()),
+                now - (ws.reservation_time(written) or now),
             )
         return written
 
@@ -170,7 +183,8 @@ class Writes:
 
     # -- copies on the workers ---------------------------------------------------------
 
-    async def create_copy(self, remote: RemoteCluster, obj: Obj) -> bool:
+    async def create_copy(self, remote: RemoteCluster, obj: Obj) -> Created:
+        """The workload's copy on ``remote`` (TAKEN: something holds its name there)."""
         body = remoteobjects.remote_workload(
             obj,
             origin=self.settings.origin,
@@ -192,19 +206,12 @@ class Writes:
                 await remote.api.create(R.WORKLOADS, body, namespace)
             self.stats.remote_workloads_created += 1
             self._created(remote, obj, "Workload")
-            return True
+            return Created.CREATED
         except errors.AlreadyExists:
-            existing = await self.read_remote(remote, R.WORKLOADS, body)
-            if samename.judge(existing, origin=self.settings.origin, workload_name=None) is (
-                samename.SameName.FOREIGN
-            ):
-                assert existing is not None
-                self.block(ws.key_of(obj), remote.name, foreign_reason("Workload", existing))
-                return False
-            return True
+            return Created.TAKEN
         except errors.KubeError as err:
             log.info("creating the copy of %s on %s failed: %s", ws.key_of(obj), remote.name, err)
-            return False
+            return Created.FAILED
 
     def _created(self, remote: RemoteCluster, obj: Obj, kind: str) -> None:
         self.state.metrics.remote_object_created(
@@ -223,13 +230,6 @@ class Writes:
             return await remote.api.get(res, meta["name"], meta["namespace"])
         except errors.NotFound:
             return None
-
-    def block(self, key: str, cluster: str, reason: str) -> None:
-        """Do not place ``key`` on ``cluster`` for a while: an object kfed did not create
-        holds the name there. Never touched; looked at again after the recheck time."""
-        log.warning("workload %s: not placing it on %s: %s", key, cluster, reason)
-        until = time.monotonic() + self.settings.foreign_object_recheck
-        self.records(key).blocked[cluster] = (reason, until)
 
     async def delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> bool:
         """The copy of ``key`` on ``remote`` and every Job of ours made for it; True when
@@ -261,156 +261,73 @@ class Writes:
             log.info("deleting the copy of %s on %s: %s", key, remote.name, err)
         return True
 
-    async def delete_everywhere(self, key: str, obj: Obj | None, *, keep: str = "") -> None:
-        """Every copy of ``key`` (but those on worker ``keep``: a finished run's, retained).
-        For a workload that lives on unfinished, a copy is read afresh first: one that
-        finished while the manager could not see it is kept (the reconcile records that run
-        as the job's result), whatever a lagging cache says."""
-        live = obj is not None and not ws.is_finished(obj)
-        for remote in self.look.registry.active():
-            if remote.name == keep:
-                continue
-            copy_ = remote.workloads().get(key)
-            if copy_ is None and not self.look.remote_jobs_of(remote, key):
-                continue
-            if live and await self._finished_there(remote, key):
-                log.info("workload %s finished on %s unseen: its copy is kept", key, remote.name)
-                continue
-            if await self.delete_copy(remote, key, obj):
-                # Only a copy that was there: a worker that never had one is not named.
-                log.info("removed the copy of %s on %s", key, remote.name)
-        self.manager.workloads.queue.add(key)  # its eviction may be waiting for this
-
-    async def _finished_there(self, remote: RemoteCluster, key: str) -> bool:
-        """The run of ``key`` on ``remote`` ended, judged from its copy and our jobs there
-        read afresh: when the worker was just reachable again, the informers may still show
-        a job running that ended while it could not be seen (found in CI: the copy was
-        deleted with its completed job, and the job was about to run again)."""
-        namespace, name = key.split("/", 1)
-        body = {"metadata": {"name": name, "namespace": namespace}}
-        try:
-            fresh = await self.read_remote(remote, R.WORKLOADS, body)
-            jobs = await self.fresh_jobs_of(remote, key)
-        except errors.KubeError:
-            return True  # cannot tell: keep it; the next reconcile looks again
-        return self.look.ended_there(remote, key, fresh, jobs)
-
-    async def fresh_jobs_of(self, remote: RemoteCluster, key: str) -> list[tuple[JobKind, Obj]]:
-        """Our jobs on ``remote`` made for the workload ``key``, listed afresh, every kind
-        the worker serves."""
-        namespace, name = key.split("/", 1)
-        selector = f"{remote.origin_selector},{C.PREBUILT_WORKLOAD_LABEL}={name}"
-        found: list[tuple[JobKind, Obj]] = []
-        for kind in list(remote.job_informers):
-            listed = await remote.api.list(kind.resource, namespace, label_selector=selector)
-            found.extend((kind, job) for job in listed["items"])
-        return found
+    def wake_manager(self, key: str) -> None:
+        """Tell the manager's workload controller to look at ``key`` (its eviction may wait
+        for its copies to be gone)."""
+        self.manager.workloads.queue.add(key)
 
     # -- the winner --------------------------------------------------------------------
 
-    async def won(
-        self, key: str, obj: Obj, check: str, remote: RemoteCluster, copies: dict[str, Obj]
-    ) -> float | None:
-        """``remote`` admitted the copy: every other copy goes, the Job is created there and
-        the check set Ready on it."""
-        self.records(key).winner = remote.name
-        # Every other copy goes first, so at most one worker can ever run the job (each on
-        # its own API server: at once).
-        others = [self.look.registry.remote(n) for n in copies if n != remote.name]
-        await asyncio.gather(*(self.delete_copy(o, key, obj) for o in others if o is not None))
+    async def create_job(self, remote: RemoteCluster, obj: Obj) -> Created:
+        """The workload's job on ``remote`` (the worker that admitted its copy)."""
         job = self.look.manager_job(obj)
+        assert job is not None  # decided with the manager's job there
         kind = self.look.kind_of(obj)
-        name = obj["metadata"]["name"]
-        earlier = self.look.same_named_remote_job(remote, obj)  # the informer: ours only
-        there = samename.judge(earlier, origin=self.settings.origin, workload_name=name)
-        if there is samename.SameName.EARLIER:
-            assert earlier is not None
-            return await self.wait_for_earlier_job(obj, check, remote, earlier)
-        if job is not None and there is samename.SameName.NONE:
-            # Its pods' ResourceClaimTemplates first: the pods name them when they are made.
-            not_yet = await self.claim_templates_there(key, obj, check, remote)
-            if not_yet is not None:
-                return not_yet
-            body = remoteobjects.remote_job(
-                job,
-                workload_name=obj["metadata"]["name"],
-                origin=self.settings.origin,
-                annotations={tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj)},
-                kind=kind,
-            )
-            what = kind.resource.kind
-            try:
-                await remote.api.create(kind.resource, body, body["metadata"]["namespace"])
-                self.stats.remote_jobs_created += 1
-                self._created(remote, obj, what)
-            except errors.AlreadyExists:
-                # Read afresh: the informer shows ours only, and may lag.
-                existing = await self.read_remote(remote, kind.resource, body)
-                match samename.judge(existing, origin=self.settings.origin, workload_name=name):
-                    case samename.SameName.NONE:
-                        return 0.5  # deleted meanwhile: create it on the next pass
-                    case samename.SameName.FOREIGN:
-                        assert existing is not None
-                        return await self.refuse_worker(key, obj, check, remote, what, existing)
-                    case samename.SameName.EARLIER:
-                        assert existing is not None
-                        return await self.wait_for_earlier_job(obj, check, remote, existing)
-        written = await self.set_ready(obj, check, remote.name)
-        if written is not None:
-            self._placed(key, written, remote.name)
-        return None
+        body = remoteobjects.remote_job(
+            job,
+            workload_name=obj["metadata"]["name"],
+            origin=self.settings.origin,
+            annotations={tracing.TRACEPARENT_ANNOTATION: tracing.traceparent_of(obj)},
+            kind=kind,
+        )
+        try:
+            await remote.api.create(kind.resource, body, body["metadata"]["namespace"])
+        except errors.AlreadyExists:
+            return Created.TAKEN
+        self.stats.remote_jobs_created += 1
+        self._created(remote, obj, kind.resource.kind)
+        return Created.CREATED
 
-    async def claim_templates_there(
-        self, key: str, obj: Obj, check: str, remote: RemoteCluster
-    ) -> float | None:
-        """The ResourceClaimTemplates the workload's pods claim devices from, created on
-        the worker that admitted its copy (None: all there, ours, made for it; else the
-        seconds before trying again). Created here, just before the Job and after every
-        other copy was deleted, rather than with the copy: only the one worker that runs
-        it ever gets them, and a same-named one that is not ours is found before any pod
-        could be made from it. As for Jobs (``samename.judge``): one kfed did not create
-        is never touched and the worker is refused with the reason; ours for an earlier
-        workload is waited for (its copy's removal deletes it)."""
-        names = dra.template_names((obj.get("spec") or {}).get("podSets") or [])
-        namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    async def create_claim_template(self, remote: RemoteCluster, obj: Obj, source: Obj) -> Created:
+        """A ResourceClaimTemplate its pods claim devices from, copied from the manager's
+        ``source`` to ``remote``: only the one worker that runs it ever gets them."""
+        body = remoteobjects.remote_claim_template(
+            source, workload_name=obj["metadata"]["name"], origin=self.settings.origin
+        )
         what = "ResourceClaimTemplate"
-        for template_name in names:
-            try:
-                source = await self.state.api.get(
-                    R.RESOURCE_CLAIM_TEMPLATES, template_name, namespace
+        try:
+            await remote.api.create(R.RESOURCE_CLAIM_TEMPLATES, body, body["metadata"]["namespace"])
+        except errors.AlreadyExists:
+            return Created.TAKEN
+        except errors.KubeError as err:
+            name = body["metadata"]["name"]
+            log.info("creating %s %s on %s failed: %s", what, name, remote.name, err)
+            return Created.FAILED
+        self._created(remote, obj, what)
+        return Created.CREATED
+
+    async def delete_orphan(
+        self, remote: RemoteCluster, res: R.Resource, obj: Obj, *, foreground: bool = False
+    ) -> None:
+        """One of our objects on ``remote`` whose workload is gone (the garbage collection's
+        verdict); ``foreground``: a job stays until its pods are gone."""
+        meta = obj["metadata"]
+        log.info(
+            "collecting orphan %s %s/%s on %s",
+            res.kind,
+            meta["namespace"],
+            meta["name"],
+            remote.name,
+        )
+        try:
+            if foreground:
+                await remote.api.delete(
+                    res, meta["name"], meta["namespace"], propagation="Foreground"
                 )
-            except errors.NotFound:
-                await self.set_check(
-                    obj,
-                    check,
-                    "Pending",
-                    f"admitted on {remote.name}; its {what} {namespace}/{template_name} is gone "
-                    "from the manager: its pods could not claim their devices there (create it "
-                    "again)",
-                )
-                return 5.0
-            body = remoteobjects.remote_claim_template(
-                source, workload_name=name, origin=self.settings.origin
-            )
-            try:
-                await remote.api.create(R.RESOURCE_CLAIM_TEMPLATES, body, namespace)
-                self._created(remote, obj, what)
-                continue
-            except errors.AlreadyExists:
-                existing = await self.read_remote(remote, R.RESOURCE_CLAIM_TEMPLATES, body)
-            except errors.KubeError as err:
-                log.info("creating %s %s on %s failed: %s", what, template_name, remote.name, err)
-                return 1.0
-            match samename.judge(existing, origin=self.settings.origin, workload_name=name):
-                case samename.SameName.NONE:
-                    return 0.5  # deleted meanwhile: create it on the next pass
-                case samename.SameName.FOREIGN:
-                    assert existing is not None
-                    return await self.refuse_worker(key, obj, check, remote, what, existing)
-                case samename.SameName.EARLIER:
-                    assert existing is not None
-                    return await self.wait_for_earlier_job(obj, check, remote, existing, what)
-        return None
+            else:
+                await remote.api.delete(res, meta["name"], meta["namespace"], uid=meta.get("uid"))
+        except errors.KubeError as err:
+            log.info("deleting %s %s on %s: %s", res.kind, meta["name"], remote.name, err)
 
     async def delete_claim_templates(
         self, remote: RemoteCluster, key: str, obj: Obj | None
@@ -440,54 +357,3 @@ class Writes:
                     )
             except errors.KubeError as err:
                 log.info("deleting %s %s on %s: %s", "template", template_name, remote.name, err)
-
-    def _placed(self, key: str, written: Obj, cluster: str) -> None:
-        """Count and trace a placement: dispatch latency from the manager's reservation."""
-        self.state.metrics.admitted_remotely(ws.cluster_queue_of(written), cluster)
-        record = self.records(key)
-        record.placement, record.tried = None, set()
-        started, record.reserved_at = record.reserved_at, None
-        if started is None:
-            return
-        latency = time.monotonic() - started
-        self.stats.dispatch_latencies.append(latency)
-        self.state.metrics.dispatch_done(cluster, latency)
-        spans.record(
-            "manager",
-            "placement",
-            written,
-            start=time.time() - latency,
-            attributes={"kfed.cluster": cluster, "kfed.dispatch.latency_seconds": latency},
-        )
-
-    async def refuse_worker(
-        self, key: str, obj: Obj, check: str, remote: RemoteCluster, kind: str, foreign: Obj
-    ) -> float | None:
-        """An object kfed did not create holds the name there: leave it alone, take our copy
-        back (it holds the worker's quota for nothing) and place the workload elsewhere."""
-        self.block(key, remote.name, foreign_reason(kind, foreign))
-        record = self.records(key)
-        record.winner, record.placement = None, None
-        record.tried.add(remote.name)
-        await self.delete_copy(remote, key, obj)
-        await self.set_check(
-            obj, check, "Pending", f"not placed on {remote.name}: {foreign_reason(kind, foreign)}"
-        )
-        return 0.1
-
-    async def wait_for_earlier_job(
-        self, obj: Obj, check: str, remote: RemoteCluster, earlier: Obj, kind: str = "Job"
-    ) -> float:
-        """A Job (or ResourceClaimTemplate) of this name that an earlier workload left on the
-        worker (being deleted, or to be collected) must be gone before ours is created:
-        never adopt it."""
-        meta = earlier["metadata"]
-        how = "being deleted" if meta.get("deletionTimestamp") else "not yet collected"
-        await self.set_check(
-            obj,
-            check,
-            "Pending",
-            f"admitted on {remote.name}; waiting for the {kind} {meta['namespace']}/{meta['name']} "
-            f"of an earlier workload to be removed there ({how})",
-        )
-        return 1.0

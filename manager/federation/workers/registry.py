@@ -14,6 +14,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,10 +24,11 @@ from manager.api import federated
 from manager.controllers import conditions
 from manager.controllers import eventreasons as told
 from manager.federation.decisions import references
+from manager.federation.engine.statuswrites import StatusWrites
 from manager.federation.settings import FederationSettings
 from manager.federation.workers import credentials, kubeconfig
+from manager.federation.workers.listener import WorkerListener
 from manager.federation.workers.remote import RemoteCluster, cluster_identity
-from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.events import EventRecorder
@@ -34,6 +36,8 @@ from manager.kube.informer import Event, Informer
 from manager.kube.tasks import stop_tasks, wait_event
 
 log = logging.getLogger(__name__)
+
+FIRST_CONNECTION_POLL = 0.1  # s between looks: has every worker had its first chance?
 
 REASON_SECRET_NOT_FOUND = "SecretNotFound"
 REASON_CLUSTER_PROFILE = C.REASON_BAD_CLUSTER_PROFILE
@@ -90,17 +94,13 @@ class ClusterRegistry:
         api: KubeApi,
         settings: FederationSettings,
         *,
-        on_reconnect: Callable[[RemoteCluster], Any] | None = None,
-        on_change: Callable[[], None] | None = None,
-        on_remote: Callable[[RemoteCluster], None] | None = None,
-        on_connectivity: Callable[[RemoteCluster], None] | None = None,
+        status: StatusWrites | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.clock = clock  # monotonic: each connection's timings (the dispatcher's clock)
         self.api = api
         self.settings = settings
-        self.on_reconnect = on_reconnect
-        self.on_change = on_change
-        self.on_remote = on_remote
-        self.on_connectivity = on_connectivity
+        self.listeners: list[WorkerListener] = []
         self.clusters: dict[str, ClusterEntry] = {}
         self.mk_clusters = Informer(api, R.MULTIKUEUE_CLUSTERS)
         self.mk_configs = Informer(api, R.MULTIKUEUE_CONFIGS)
@@ -115,9 +115,13 @@ class ClusterRegistry:
             informer.subscribe(self._on_event)
         self.mk_configs.subscribe(lambda _: self._notify())
         self.mk_clusters.subscribe(self._on_cluster_event)
-        self.on_maintenance: Callable[[str], None] | None = None
-        self.events = EventRecorder(None, component="kfed")
-        """Where workers' state changes are told (the manager's recorder, once wired)."""
+        self.status = status or StatusWrites(api, EventRecorder(None, component="kfed"))
+        """Its one door for writes: the MultiKueueClusters' status, and the Events."""
+        self.events = self.status.events
+
+    def listen(self, listener: WorkerListener) -> None:
+        """Tell ``listener`` what happens to the workers from now on."""
+        self.listeners.append(listener)
 
     @property
     def informers(self) -> list[Informer]:
@@ -142,20 +146,24 @@ class ClusterRegistry:
                     f"{references.ANNOTATION}: {policy.problem}; this worker takes no "
                     "workload until it is fixed",
                 )
-        if (changed or rebound) and self.on_maintenance is not None:
+        if changed or rebound:
             # Waiting workloads may fit (or no longer may go) there now.
-            self.on_maintenance(event.key)
+            for listener in self.listeners:
+                listener.maintenance_changed(event.key)
 
     def _notify(self) -> None:
         self._dirty.set()
-        if self.on_change is not None:
-            self.on_change()
+        self._capacity_changed()
 
     def _capacity_changed(self) -> None:
         """A worker's queues or our copies there changed: nothing to sync here, but waiting
         workloads may fit now."""
-        if self.on_change is not None:
-            self.on_change()
+        for listener in self.listeners:
+            listener.capacity_changed()
+
+    def _connectivity_changed(self, remote: RemoteCluster) -> None:
+        for listener in self.listeners:
+            listener.connectivity_changed(remote)
 
     def remote(self, name: str) -> RemoteCluster | None:
         entry = self.clusters.get(name)
@@ -279,13 +287,14 @@ class ClusterRegistry:
                 on_reconnect=self._reconnected,
                 on_change=self._notify,
                 on_capacity=self._capacity_changed,
-                on_connectivity=self.on_connectivity,
+                on_connectivity=self._connectivity_changed,
                 manager_identity=self.manager_identity,
+                clock=self.clock,
             )
             if previous is not None:
                 entry.remote.carry_over(previous)
-            if self.on_remote is not None:
-                self.on_remote(entry.remote)
+            for listener in self.listeners:
+                listener.attach(entry.remote)
             entry.task = asyncio.create_task(entry.remote.run(), name=f"remote/{name}")
             self._notify()
 
@@ -316,13 +325,11 @@ class ClusterRegistry:
             ]
             if not pending:
                 return
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(FIRST_CONNECTION_POLL)
 
     async def _reconnected(self, remote: RemoteCluster) -> None:
-        if self.on_reconnect is not None:
-            result = self.on_reconnect(remote)
-            if asyncio.iscoroutine(result):
-                await result
+        for listener in self.listeners:
+            await listener.recover(remote)
 
     def _kubeconfig_text(self, obj: Obj) -> tuple[str | None, tuple[str, str] | None]:
         source = federated.kubeconfig_source(obj)
@@ -372,27 +379,22 @@ class ClusterRegistry:
             expiring, credentials_changed = self._credentials_condition(conds, entry)
             if not (active_changed or credentials_changed):
                 continue
-            try:
-                written = await self.api.patch(
-                    R.MULTIKUEUE_CLUSTERS,
-                    name,
-                    {"status": {"conditions": conds}},
-                    subresource="status",
+            written = await self.status.conditions(
+                R.MULTIKUEUE_CLUSTERS, self.mk_clusters, obj, conds
+            )
+            if written is None:
+                continue
+            if (was_active, reason_before) != (status, reason) and entry.settled:
+                told.cluster_condition_changed(
+                    self.events,
+                    written,
+                    was_active=was_active,
+                    active=status,
+                    reason=reason,
+                    message=message,
                 )
-                self.mk_clusters.remember_written(name, obj, written)
-                if (was_active, reason_before) != (status, reason) and entry.settled:
-                    told.cluster_condition_changed(
-                        self.events,
-                        written,
-                        was_active=was_active,
-                        active=status,
-                        reason=reason,
-                        message=message,
-                    )
-                if expiring and not was_expiring and entry.expiry is not None:
-                    now = dt.datetime.now(dt.UTC)
-                    told.credentials_expiring(
-                        self.events, written, credentials.describe(name, entry.expiry, now)
-                    )
-            except errors.KubeError as err:
-                log.info("status of MultiKueueCluster %s not written: %s", name, err)
+            if expiring and not was_expiring and entry.expiry is not None:
+                now = dt.datetime.now(dt.UTC)
+                told.credentials_expiring(
+                    self.events, written, credentials.describe(name, entry.expiry, now)
+                )

@@ -130,6 +130,8 @@ class RemoteCluster:
     shim_lease: lease.LeaseObserver = field(default_factory=lease.LeaseObserver)
     manager_identity: str | None = None
     """The manager cluster's identity: a worker with the same one is the manager itself."""
+    clock: Callable[[], float] = time.monotonic
+    """Monotonic: the lease renewals and the outage timings (the dispatcher's clock)."""
     device_generation: int = 0
     """Bumped on every change of its slices or classes (what the device inventory is made
     of), so that the dispatcher rebuilds that inventory only when it changed."""
@@ -306,13 +308,13 @@ class RemoteCluster:
             self.state.shim_alive_at_handover = previous.can_fence
 
     def surely_fenced(self, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         return self.state.fence_deadline is not None and now >= self.state.fence_deadline
 
     def lost_for(self, now: float | None = None) -> float:
         if self.state.lost_since is None:
             return 0.0
-        return (time.monotonic() if now is None else now) - self.state.lost_since
+        return (self.clock() if now is None else now) - self.state.lost_since
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -399,7 +401,7 @@ class RemoteCluster:
         self._mark_lost(errors.Unreachable(why))
 
     def _mark_lost(self, err: Exception) -> None:
-        now = time.monotonic()
+        now = self.clock()
         first = self.state.lost_since is None
         if first:
             self.state.lost_since = now
@@ -419,14 +421,14 @@ class RemoteCluster:
         self._changed()
 
     async def _renew_until_failure(self) -> None:
-        kinds_checked = time.monotonic()
+        kinds_checked = self.clock()
         while True:
-            self.state.last_renew_start = time.monotonic()
+            self.state.last_renew_start = self.clock()
             async with asyncio.timeout(self.settings.request_timeout):
                 await self._renew()
             self.state.renewals += 1
-            if time.monotonic() - kinds_checked >= KINDS_RECHECK_SECONDS:
-                kinds_checked = time.monotonic()
+            if self.clock() - kinds_checked >= KINDS_RECHECK_SECONDS:
+                kinds_checked = self.clock()
                 async with asyncio.timeout(self.settings.request_timeout * 2):
                     await self._follow_served_kinds()
                     await self._follow_devices()

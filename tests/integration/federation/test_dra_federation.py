@@ -284,7 +284,7 @@ async def test_a_dra_job_is_charged_once_placed_where_a_node_has_its_devices_and
     # What the device check adds to one evaluation of every worker, on the live manager.
     manager = bed.manager
     assert manager is not None
-    placer = manager.dispatcher.placer
+    placer = manager.dispatcher.placing
     clusters = ["worker-1", "worker-2", "worker-3"]
     placer._needs.clear()
     read_at = time.perf_counter()

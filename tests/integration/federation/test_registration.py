@@ -22,6 +22,7 @@ from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import conditions
+from manager.federation.engine.statuswrites import StatusWrites
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
 from manager.federation.workers.remote import REASON_SAME_CLUSTER
@@ -132,8 +133,8 @@ async def test_f_each_broken_kubeconfig_has_its_reason_and_the_rest_keep_working
         FederationSettings(
             namespace=ns, request_timeout=2.0, reconnect_initial=0.2, reconnect_max=1.0
         ),
+        status=StatusWrites(api, EventRecorder(api, component="kfed-manager")),
     )
-    registry.events = EventRecorder(api, component="kfed-manager")
     task = asyncio.create_task(registry.run())
     events_task = asyncio.create_task(registry.events.run())
     try:

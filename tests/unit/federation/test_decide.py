@@ -3,16 +3,21 @@ out, one row per situation. The groups are built as ``GroupReader.read`` builds 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from manager.api import constants as C
 from manager.federation.decisions import actions as do
+from manager.federation.decisions.choosing import CopyState, Placed
 from manager.federation.decisions.decide import decide
 from manager.federation.decisions.following import Connection, WorkerFacts
 from manager.federation.decisions.group import WorkloadGroup
+from manager.federation.decisions.jobsync import RunEnd, SyncFacts
+from manager.federation.decisions.placement import PlacingFacts, Sent
 from manager.federation.decisions.routing import WorkloadFacts
+from manager.federation.decisions.winning import NameThere, WinFacts, win
 
 W1, W2 = "worker-1", "worker-2"
 WL: dict[str, Any] = {"metadata": {"name": "job-a", "namespace": "ml"}, "status": {}}
@@ -33,6 +38,10 @@ def group(
     copies: dict[str, Any] | None = None,
     finished_copy: str | None = None,
     ran_on: str = "",
+    holders: tuple[str, ...] = (),
+    ended_unseen: frozenset[str] = frozenset(),
+    sync: SyncFacts | None = None,
+    run_end: RunEnd | None = None,
 ) -> WorkloadGroup:
     return WorkloadGroup(
         "ml/job-a",
@@ -44,19 +53,38 @@ def group(
         facts,
         placed_on,
         ran_on,
+        wins={W1: WIN_W1, W2: WIN_W2},
+        holders=holders,
+        ended_unseen=ended_unseen,
+        sync=sync,
+        run_end=run_end,
     )
 
 
+WIN_W1 = WinFacts(W1, 0.0, job=NameThere("Job", "ml/job-a"))
+WIN_W2 = WinFacts(W2, 0.0, others=(W1,), job=NameThere("Job", "ml/job-a"))
+RUNNING = SyncFacts(W1, {}, {"active": 1})
+SUCCEEDED = SyncFacts(W1, {"active": 1}, {"succeeded": 1}, remote_ended=True, counters=("active",))
 CONNECTED = WorkerFacts(W1, Connection.CONNECTED)
+SENT_ADMITTED = Sent(Placed(W1, 30.0, True, CopyState.ADMITTED))
 READY = WorkloadFacts(check_state="Ready")
 
 ROWS: list[tuple[str, WorkloadGroup, list[do.Action]]] = [
     ("gone", WorkloadGroup("ml/job-a"), [do.DeleteCopies(), do.ForgetRecord()]),
+    (
+        "gone, copies on two workers: both go",
+        WorkloadGroup("ml/job-a", holders=(W1, W2)),
+        [do.DeleteCopies((W1, W2)), do.ForgetRecord()],
+    ),
     ("not federated", WorkloadGroup("ml/job-a", WL, facts=WorkloadFacts(federated=False)), []),
     (
         "finished, its run's objects kept for 20 s",
-        group(WorkloadFacts(finished=True, holds_quota=False, retention_left=20.0), ran_on=W1),
-        [do.DeleteCopies(keep=W1), do.LookAgain(20.0)],
+        group(
+            WorkloadFacts(finished=True, holds_quota=False, retention_left=20.0),
+            ran_on=W1,
+            holders=(W1, W2),
+        ),
+        [do.DeleteCopies((W2,)), do.LookAgain(20.0)],
     ),
     (
         "finished, nothing kept",
@@ -65,8 +93,13 @@ ROWS: list[tuple[str, WorkloadGroup, list[do.Action]]] = [
     ),
     (
         "quota given back",
-        group(WorkloadFacts(holds_quota=False)),
-        [do.DeleteCopies(), do.ForgetRecord()],
+        group(WorkloadFacts(holds_quota=False), holders=(W1,)),
+        [do.DeleteCopies((W1,)), do.ForgetRecord()],
+    ),
+    (
+        "quota given back, its run on worker-2 ended unseen (read afresh): that copy stays",
+        group(WorkloadFacts(holds_quota=False), holders=(W1, W2), ended_unseen=frozenset({W2})),
+        [do.KeepEndedCopy(W2), do.DeleteCopies((W1,)), do.ForgetRecord()],
     ),
     (
         "not managed by MultiKueue",
@@ -80,28 +113,47 @@ ROWS: list[tuple[str, WorkloadGroup, list[do.Action]]] = [
     ),
     (
         "ran to its end on a worker while taken off it (requeued)",
-        group(WorkloadFacts(holds_quota=False, finished_copy=True), finished_copy=W1),
-        [do.RecordFinished(W1)],
+        group(
+            WorkloadFacts(holds_quota=False, finished_copy=True),
+            finished_copy=W1,
+            sync=SUCCEEDED,
+        ),
+        [do.RecordRanOn(W1, True), do.PatchJobStatus({"active": None, "succeeded": 1})],
     ),
     (
         "ran to its end, the check Ready",
-        group(WorkloadFacts(check_state="Ready", finished_copy=True), finished_copy=W1),
-        [do.RecordFinished(W1)],
+        group(
+            WorkloadFacts(check_state="Ready", finished_copy=True),
+            finished_copy=W1,
+            sync=SyncFacts(W1, {}, None),
+            run_end=RunEnd(True, "done"),
+        ),
+        [do.RecordRanOn(W1), do.FinishWorkload(True, "done")],
     ),
     (
         "ran to its end unrecorded (a manager restart in between): it won",
         group(WorkloadFacts(finished_copy=True), finished_copy=W2),
-        [do.NoteReserved(), do.Win(W2)],
+        [do.NoteReserved(), *win(WIN_W2)],
     ),
     (
         "evicted by the manager",
-        group(WorkloadFacts(check_state="Ready", evicted=True)),
-        [do.NoteReserved(), do.DeleteCopies(), do.ResetJob(), do.ForgetRecord()],
+        group(WorkloadFacts(check_state="Ready", evicted=True), holders=(W1,)),
+        [do.NoteReserved(), do.DeleteCopies((W1,)), do.ResetJob(), do.ForgetRecord()],
     ),
     (
         "placed, its copy admitted there: follow it",
-        group(READY, placed_on=CONNECTED, copies={W1: ADMITTED_COPY}),
-        [do.NoteReserved(), do.SyncStatus(W1)],
+        group(READY, placed_on=CONNECTED, copies={W1: ADMITTED_COPY}, sync=RUNNING),
+        [do.NoteReserved(), do.PatchJobStatus({"active": 1})],
+    ),
+    (
+        "placed, its job's status already copied: nothing to write",
+        group(
+            READY,
+            placed_on=CONNECTED,
+            copies={W1: ADMITTED_COPY},
+            sync=SyncFacts(W1, {"active": 1}, {"active": 1}),
+        ),
+        [do.NoteReserved()],
     ),
     (
         "placed, its copy gone",
@@ -130,7 +182,11 @@ ROWS: list[tuple[str, WorkloadGroup, list[do.Action]]] = [
             do.Retry("lost", "worker worker-1 lost (fenced itself); moving the workload"),
         ],
     ),
-    ("pending: place it", group(WorkloadFacts()), [do.NoteReserved(), do.Place()]),
+    (
+        "pending: place it (``placement.place``, after the reservation is noted)",
+        replace(group(WorkloadFacts()), placing=PlacingFacts(0.0, sent=SENT_ADMITTED)),
+        [do.NoteReserved(), *win(WIN_W1)],
+    ),
 ]
 
 

@@ -16,9 +16,10 @@ from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.federation.decisions import leftovers
+from manager.federation.engine.applier import Applier
 from manager.federation.engine.collecting import Collector
 from manager.federation.engine.lookups import Lookups
-from manager.federation.engine.records import Records
+from manager.federation.engine.records import Records, Stats, ToldRefusals
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
 from manager.federation.workers.remote import RemoteCluster
@@ -97,7 +98,17 @@ class Bed:
         assert jobs is not None
         jobs._store(f"{NS}/heavy-job", remote_job(ended=False))  # what the informer still shows
         self.requeued: list[str] = []
-        self.collector = Collector(self.look, cast(Any, None), self.requeued.append)
+        applier = Applier(
+            self.state,
+            registry,
+            self.records,
+            cast(Any, None),
+            cast(Any, None),
+            settings=SETTINGS,
+            stats=Stats(),
+            told_refusals=ToldRefusals(),
+        )
+        self.collector = Collector(self.look, cast(Any, None), applier, self.requeued.append)
 
 
 def test_the_informer_alone_shows_the_run_unfinished() -> None:

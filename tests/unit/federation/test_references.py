@@ -17,7 +17,8 @@ from manager.cli import prediction
 from manager.federation.decisions import capacity
 from manager.federation.decisions import references as refs
 from manager.federation.decisions.references import Kind, Malformed, Reference, Rule, Rules
-from manager.federation.engine.placing import Placer
+from manager.federation.engine.placing import PlacingReader
+from manager.federation.engine.records import ToldRefusals
 
 NS = "team-a"
 
@@ -379,23 +380,15 @@ def test_extraction_finds_every_reference_placed_anywhere_in_a_pod_spec(
 # -- where the verdict is used -------------------------------------------------------------------
 
 
-class _Events:
-    def __init__(self) -> None:
-        self.told: list[tuple[str, str]] = []
-
-    def warning(self, obj: dict[str, Any], reason: str, message: str) -> None:
-        self.told.append((reason, message))
-
-
-def _placer(mk_clusters: dict[str, dict[str, Any]], job: dict[str, Any] | None) -> Placer:
+def _placer(mk_clusters: dict[str, dict[str, Any]], job: dict[str, Any] | None) -> PlacingReader:
     look = SimpleNamespace(
-        state=SimpleNamespace(events=_Events()),
+        state=None,
         registry=SimpleNamespace(mk_clusters=mk_clusters),
         settings=None,
         records=None,
         manager_job=lambda obj: job,
     )
-    return Placer(cast(Any, look), cast(Any, None), cast(Any, None))
+    return PlacingReader(cast(Any, look), ToldRefusals())
 
 
 def _workload() -> dict[str, Any]:
@@ -405,7 +398,9 @@ def _workload() -> dict[str, Any]:
     }
 
 
-def test_the_dispatcher_refuses_with_the_reason_and_tells_it_once_by_an_event() -> None:
+def test_the_dispatcher_refuses_with_the_reason_and_tells_it_once() -> None:
+    """The group read finds the refusal every time; it is to be told (an Event, by the
+    applier) only until the applier remembers telling it."""
     job = {
         "spec": {"template": pod(volumes=[{"name": "v", "secret": {"secretName": "db-password"}}])}
     }
@@ -417,11 +412,15 @@ def test_the_dispatcher_refuses_with_the_reason_and_tells_it_once_by_an_event() 
         "Secret team-a/db-password is not allowed for namespace team-a on worker-1 "
         "(kfed.io/allowed-references)"
     )
+    told: list[tuple[str, str]] = []
     for _ in range(3):
         assert placer.references_refusal(wl, "worker-1") == expected
         assert placer.references_refusal(wl, "worker-2") is None
-    events = cast(Any, placer.state.events).told
-    assert events == [(refs.EVENT_REASON, f"not placed on worker-1: {expected}")]
+        untold = placer._untold(wl, {"worker-1": expected})
+        for worker, refusal in untold:
+            placer.told.remember(ToldRefusals.who(wl), worker, refusal)
+        told += untold
+    assert told == [("worker-1", expected)]
 
 
 def test_the_dispatcher_reads_the_workload_pod_sets_when_the_job_is_gone() -> None:

@@ -283,9 +283,10 @@ class Manager:
         self.told = Told()
         self.state.events = cast(Any, self.told)
         self.now = FINISHED_AT
-        self.retaining = Retaining(self.state, self.settings, clock=lambda: self.now)
         self.changed: list[str] = []
-        self.retaining.on_change = self.changed.append
+        self.retaining = Retaining(
+            self.state, self.settings, clock=lambda: self.now, on_change=self.changed.append
+        )
 
     def set_queue(self, name: str, value: str | None, type_: EventType = "MODIFIED") -> None:
         obj = cluster_queue(name, value)
@@ -381,7 +382,7 @@ async def test_the_sweep_keeps_the_run_until_its_time_and_the_other_copy_never()
     registry = ClusterRegistry(KubeApi(cast(ApiClient, object()), name="unit"), m.settings)
     look = Lookups(m.state, registry, m.settings, Records())
     writes = Deletions()
-    collector = Collector(look, cast(Any, writes), lambda key: None, m.retaining)
+    collector = Collector(look, cast(Any, writes), cast(Any, None), lambda key: None, m.retaining)
     here, there = (
         RemoteCluster(name, KubeApi(cast(ApiClient, None), name=name), m.settings)
         for name in (W1, W2)
