@@ -290,6 +290,31 @@ class TopologySnapshot:
         )
         return TopologyAssignment(self.levels[offset:], domains)
 
+    def most_in_one_domain(self, request: PodSetRequest, level: str) -> int:
+        """The most pods of ``request`` that one domain of ``level`` holds, whole slices
+        only (0 when the request names levels this topology lacks). What the manager says
+        when a worker has no domain for a gang: "the largest rack holds 6"."""
+        plan = _Plan.of(self, request)
+        if isinstance(plan, str) or level not in self.levels:
+            return 0
+        self._fill_counts(request, plan, {}, False)
+        index = self.levels.index(level)
+        if index > plan.slice_level:
+            return max((d.state for d in self.per_level[index].values()), default=0)
+        return max((d.slice_state for d in self.per_level[index].values()), default=0) * (
+            plan.slice_size
+        )
+
+    def free_leaves(self) -> list[tuple[DomainKey, dict[ResourceName, int]]]:
+        """Each leaf's values at every level and what is free there (what admitted TAS
+        workloads hold taken out), in the order of its values."""
+        result = []
+        for leaf in sorted(self.leaves.values(), key=lambda d: d.values):
+            free = dict(leaf.free)
+            _add(free, leaf.tas_usage, -1)
+            result.append((leaf.values, free))
+        return result
+
     def _fill_counts(
         self,
         request: PodSetRequest,

@@ -64,6 +64,7 @@ class Dispatcher:
         self.write = Writes(manager, self.look, self.stats)
         self.jobs = JobStatus(self.state, self.look)
         self.placer = Placer(self.look, self.write, self.stats)
+        self.placer.topology = self.jobs.topology  # TAS: one view of the workers' racks
         self.retaining = Retaining(self.state, settings)
         self.retaining.on_change = self._retention_changed
         self.collector = Collector(self.look, self.write, self.queue.add, self.retaining)

@@ -12,7 +12,9 @@ from manager.api import constants as C
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
+from manager.federation.engine import topologyback
 from manager.federation.engine.lookups import Lookups
+from manager.federation.engine.topologyview import TopologyView
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import Obj
@@ -25,10 +27,15 @@ class JobStatus:
     def __init__(self, state: ClusterState, look: Lookups) -> None:
         self.state = state
         self.look = look
+        self.topology = TopologyView()
+        """TAS: the workers' racks, to spell out where a workload's pods went."""
 
     async def sync(self, cluster: str, obj: Obj) -> None:
         """Copy the status of the workload's job on ``cluster`` to the manager's job."""
         remote = self.look.registry.remote(cluster)
+        if remote is not None:  # TAS: where its pods went (topologyback.py)
+            copied = remote.workloads().get(ws.key_of(obj))
+            await topologyback.copy_back(self.state, cluster, obj, copied, self.topology.of(remote))
         job = self.look.manager_job(obj)
         kind = self.look.kind_of(obj)
         remote_job = self.look.final_remote_job(remote, obj) if remote is not None else None

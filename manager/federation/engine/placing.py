@@ -27,11 +27,13 @@ from manager.federation.decisions import (
     eligibility,
     many,
     references,
+    topology,
 )
 from manager.federation.decisions.eligibility import WorkerEligibility
 from manager.federation.engine import workloadview
 from manager.federation.engine.lookups import Lookups
 from manager.federation.engine.records import Placement, Stats
+from manager.federation.engine.topologyview import TopologyView
 from manager.federation.engine.writes import Writes
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, DispatchMode
 from manager.federation.workers.remote import RemoteCluster
@@ -66,6 +68,8 @@ class Placer:
         self._inventories: dict[str, tuple[int, devices.Inventory, dict[str, tuple[str, ...]]]]
         self._inventories = {}
         self._taken: dict[str, tuple[int, devices.Taken]] = {}
+        self.topology = TopologyView()
+        """TAS: each worker's domain trees, from its shim's report."""
 
     # -- what the workload needs and where it may go ----------------------------------------
 
@@ -217,6 +221,7 @@ class Placer:
         node there."""
         request = self.request(obj)
         allowed = self.allowed(obj)
+        tas_need = topology.need_of(obj)
         result = []
         for order, name in enumerate(clusters):
             refused = self.ineligible(obj, name, allowed)
@@ -231,6 +236,8 @@ class Placer:
                 candidate = devices.evaluate(
                     candidate, self.worker_devices(remote), need, serves=remote.serves_devices
                 )
+            # TAS: only a worker with domains that hold every pod set (docs/tas.md).
+            candidate = topology.evaluate(candidate, self.topology.of(remote), tas_need)
             result.append(candidate)
         return result
 
