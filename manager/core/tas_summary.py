@@ -12,6 +12,7 @@ node's name where the lowest level is not the hostname; the worker decides on th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,3 +61,16 @@ def snapshot_of(summary: Mapping[str, Any]) -> TopologySnapshot:
             raise
         raise BadSummary(f"not a topology summary: {err}") from None
     return TopologySnapshot(topology, nodes)
+
+
+def trees_of(data: Mapping[str, str]) -> tuple[dict[str, TopologySnapshot], dict[str, str]]:
+    """A report's ConfigMap ``data`` (flavor -> summary as JSON): each flavor's domain tree,
+    and why a flavor's could not be read."""
+    trees: dict[str, TopologySnapshot] = {}
+    problems: dict[str, str] = {}
+    for flavor, text in data.items():
+        try:
+            trees[flavor] = snapshot_of(json.loads(text))
+        except (BadSummary, ValueError) as err:
+            problems[flavor] = str(err)
+    return trees, problems

@@ -17,6 +17,7 @@ from html import escape
 from typing import Any
 
 from manager.controllers import workloadstatus as ws
+from manager.federation.engine import topologyback
 from manager.federation.engine.retaining import ran_on
 from manager.federation.engine.workloadview import (
     Placement,
@@ -196,6 +197,11 @@ def render(details: WorkloadDetails) -> str:
             ["Queue", escape(f"{spec.get('queueName') or ''} → {ws.cluster_queue_of(wl) or '—'}")],
             ["Flavors", escape(", ".join(flavors_of(wl)) or "—")],
             ["Cluster", escape(cluster_of(wl) or ran_on(dict(wl)) or "—")],
+            *(
+                [["Topology", "<br>".join(escape(line) for line in where)]]
+                if (where := topologyback.lines(wl))
+                else []
+            ),
             ["Trace", trace],
         ]
     )

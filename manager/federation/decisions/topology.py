@@ -23,12 +23,12 @@ A worker that reports no topology for the flavor (its shim runs without
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from manager.api import quantity
-from manager.core.model import PODS, PodSetName, ResourceName, TopologyRequest
+from manager.core.model import PODS, PodSet, PodSetName, ResourceName, TopologyRequest
 from manager.core.tas import (
     DomainKey,
     PodSetRequest,
@@ -106,6 +106,20 @@ def need_of(workload: Obj) -> Need:
     return Need(tuple(needs))
 
 
+def need_of_pod_sets(pod_sets: Iterable[PodSet], flavors: Mapping[str, str]) -> Need:
+    """The same for a workload not admitted yet (``kfed whatif``): its pod sets as the core
+    reads them, and the flavor the manager would give each resource."""
+    needs = []
+    for ps in pod_sets:
+        request = ps.topology_request
+        chosen = [flavors[r] for r in sorted(ps.requests) if r in flavors]
+        if request is None or not request.asks or not chosen:
+            continue
+        per_pod = {str(r): v for r, v in ps.requests.items()}
+        needs.append(PodSetNeed(str(ps.name), ps.count, per_pod, request, chosen[0]))
+    return Need(tuple(needs))
+
+
 @dataclass(frozen=True, slots=True)
 class Fit:
     fits: bool
@@ -167,13 +181,16 @@ def check(
 
 
 def _no_fit(tree: TopologySnapshot, request: PodSetRequest, ps: PodSetNeed, upstream: str) -> str:
-    level = ps.request.required or ps.request.slice_required
+    """A required level: which domain is missing and the largest there is; otherwise (only
+    preferred, or slices alone) upstream's count of what fits."""
+    level = ps.request.required
     if level is None or level not in tree.levels:
         return upstream
     largest = tree.most_in_one_domain(request, level)
     unit = ""
-    if ps.request.slice_required and not ps.request.required:
-        unit = f" in slices of {ps.request.slice_size}"
+    if ps.request.slice_required:
+        each = short(ps.request.slice_required)
+        unit = f" in slices of {ps.request.slice_size} (each on one {each})"
     return (
         f"no {short(level)} holds {ps.count} pods{unit} of pod set {ps.name} "
         f"({_each(ps.per_pod)} each), the largest {largest}"

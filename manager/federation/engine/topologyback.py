@@ -14,12 +14,14 @@ import contextlib
 import copy
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from manager.controllers import topologyassignment
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.core.tas import TopologySnapshot
+from manager.federation.decisions.topology import short
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import Obj
@@ -118,3 +120,27 @@ async def copy_back(
                 {"metadata": {"annotations": {ANNOTATION: text}}},
                 meta["namespace"],
             )
+
+
+SHOWN = 8
+"""Domains shown per pod set; the rest are counted."""
+
+
+def lines(workload: Mapping[str, Any]) -> list[str]:
+    """Where its pods went, for people (``kfed explain``, the workload page): the worker and
+    its levels, then per pod set its domains with every level named."""
+    text = ((workload.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    if not text:
+        return []
+    try:
+        placed = json.loads(text)
+        pod_sets = dict(placed["podSets"])
+    except (ValueError, KeyError, TypeError):
+        return [f"unreadable {ANNOTATION} annotation"]
+    levels = " / ".join(short(str(level)) for level in placed.get("levels") or [])
+    result = [f"on {placed.get('cluster', '?')} ({levels})"] if levels else []
+    for name, domains in sorted(pod_sets.items()):
+        shown = [f"{' / '.join(values)} x{count}" for values, count in domains[:SHOWN]]
+        more = len(domains) - len(shown)
+        result.append(f"{name}: {', '.join(shown)}" + (f" and {more} more" if more > 0 else ""))
+    return result

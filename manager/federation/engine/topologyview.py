@@ -4,11 +4,10 @@ changed; what ``decisions/topology.py`` judges a TAS workload against."""
 
 from __future__ import annotations
 
-import json
 import logging
 
 from manager.core.tas import TopologySnapshot
-from manager.core.tas_summary import BadSummary, snapshot_of
+from manager.core.tas_summary import trees_of
 from manager.federation.workers.remote import RemoteCluster
 
 log = logging.getLogger(__name__)
@@ -31,14 +30,11 @@ class TopologyView:
         known = self._trees.get(remote.name)
         if known is not None and known[0] == version:
             return known[1]
-        trees: Trees = {}
-        for flavor, text in (report.get("data") or {}).items():
-            try:
-                trees[flavor] = snapshot_of(json.loads(text))
-            except (BadSummary, ValueError) as err:
-                log.warning(
-                    "worker %s: topology of flavor %s not read: %s", remote.name, flavor, err
-                )
+        trees, problems = trees_of(report.get("data") or {})
+        for flavor, problem in problems.items():
+            log.warning(
+                "worker %s: topology of flavor %s not read: %s", remote.name, flavor, problem
+            )
         self._trees[remote.name] = (version, trees)
         return trees
 

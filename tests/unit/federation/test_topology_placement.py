@@ -80,10 +80,18 @@ FITS = capacity.Candidate("w", True, "fits in cq", "cq", {"h100": "tas-h100"}, {
         ),
         pytest.param(
             {"r1": [3, 3], "r2": [3, 3]},
+            gang(8, required=BLOCK, slice_required=HOSTNAME, slice_size=4),
+            False,
+            "no block holds 8 pods in slices of 4 (each on one host) of pod set main "
+            "(1 nvidia.com/gpu each), the largest 0",
+            id="slices-of-4-on-3-gpu-hosts",
+        ),
+        pytest.param(
+            {"r1": [3, 3]},
             gang(8, slice_required=HOSTNAME, slice_size=4),
             False,
-            "no host holds 8 pods in slices of 4 of pod set main",
-            id="slices-of-4-on-3-gpu-hosts",
+            "doesn't allow to fit any of 2 slice(s)",
+            id="slices-alone-say-upstreams-count",
         ),
         pytest.param(
             {"r1": [4, 4], "r2": [4, 4]},
