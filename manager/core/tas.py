@@ -186,6 +186,14 @@ class TopologySnapshot:
             if held is not None:  # a node gone or not Ready any more: nothing to hold
                 _add(held.tas_usage, usage, 1)
 
+    def forget_nodes(self) -> None:
+        """Keep only the domains and what is free in them: a tree read from a report has no
+        node of its own to look at (no taints or labels beyond the levels), and dropping the
+        stand-ins halves what a manager keeps per worker node."""
+        self._leaf_of_node = {}
+        for leaf in self.leaves.values():
+            leaf.node = None
+
     @property
     def key_offset(self) -> int:
         """Where a leaf's key starts in its values (assignments name only the hostname)."""

@@ -60,7 +60,9 @@ def snapshot_of(summary: Mapping[str, Any]) -> TopologySnapshot:
         if isinstance(err, BadSummary):
             raise
         raise BadSummary(f"not a topology summary: {err}") from None
-    return TopologySnapshot(topology, nodes)
+    tree = TopologySnapshot(topology, nodes)
+    tree.forget_nodes()
+    return tree
 
 
 def trees_of(data: Mapping[str, str]) -> tuple[dict[str, TopologySnapshot], dict[str, str]]:

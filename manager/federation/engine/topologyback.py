@@ -5,7 +5,7 @@ set, upstream's v1beta2 form, hosts only when the lowest level is the hostname).
 Workload gets the same in its own ``status.admission`` (its ``delayedTopologyRequest`` then
 ``Ready``, as upstream names a request served), and the annotation ``kfed.io/topology``
 with every level spelled out (block, rack, host and pod count, from the worker's report), for
-``kfed explain`` and the workload page.
+``kfed explain``, the workload page and its trace (a span ``topology``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from manager.controllers import topologyassignment
+from manager.controllers import spans, topologyassignment
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.core.tas import TopologySnapshot
@@ -120,10 +120,22 @@ async def copy_back(
                 {"metadata": {"annotations": {ANNOTATION: text}}},
                 meta["namespace"],
             )
+            # In the workload's trace too: where its pods went, every level named.
+            spans.record(
+                "manager",
+                "topology",
+                obj,
+                attributes={"kfed.cluster": cluster, "kfed.topology": lines(obj_with(text))},
+            )
 
 
 SHOWN = 8
 """Domains shown per pod set; the rest are counted."""
+
+
+def obj_with(text: str) -> dict[str, Any]:
+    """A Workload carrying only this ``kfed.io/topology`` value (what ``lines`` reads)."""
+    return {"metadata": {"annotations": {ANNOTATION: text}}}
 
 
 def lines(workload: Mapping[str, Any]) -> list[str]:
