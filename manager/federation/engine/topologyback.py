@@ -125,7 +125,7 @@ async def copy_back(
                 "manager",
                 "topology",
                 obj,
-                attributes={"kfed.cluster": cluster, "kfed.topology": lines(obj_with(text))},
+                attributes={"kfed.cluster": cluster, "kfed.topology": described(text)},
             )
 
 
@@ -133,17 +133,23 @@ SHOWN = 8
 """Domains shown per pod set; the rest are counted."""
 
 
-def obj_with(text: str) -> dict[str, Any]:
-    """A Workload carrying only this ``kfed.io/topology`` value (what ``lines`` reads)."""
-    return {"metadata": {"annotations": {ANNOTATION: text}}}
-
-
 def lines(workload: Mapping[str, Any]) -> list[str]:
-    """Where its pods went, for people (``kfed explain``, the workload page): the worker and
-    its levels, then per pod set its domains with every level named."""
+    """Where its pods went, for people (``kfed explain``, the workload page), while that is
+    its placement: admitted with a topology assignment, or finished (none once it was
+    evicted and waits to be placed again)."""
     text = ((workload.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
-    if not text:
+    admission = ws.status_of(workload).get("admission") or {}
+    placed_now = any(
+        psa.get("topologyAssignment") for psa in admission.get("podSetAssignments") or []
+    )
+    if not text or not (placed_now or ws.is_finished(workload)):
         return []
+    return described(text)
+
+
+def described(text: str) -> list[str]:
+    """A ``kfed.io/topology`` value in lines: the worker and its levels, then per pod set its
+    domains with every level named."""
     try:
         placed = json.loads(text)
         pod_sets = dict(placed["podSets"])

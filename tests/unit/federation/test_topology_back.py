@@ -72,9 +72,16 @@ def test_every_level_is_spelled_out_from_the_workers_report_and_explained() -> N
         "levels": [BLOCK, RACK, HOSTNAME],
         "podSets": {"trainers": [[["b1", "r2", "h0"], 4], [["b1", "r2", "h1"], 4]]},
     }
-    wl = {"metadata": {"annotations": {topologyback.ANNOTATION: json.dumps(spelled)}}}
-    assert topologyback.lines(wl) == [
+    wl = manager_workload()
+    wl["metadata"]["annotations"] = {topologyback.ANNOTATION: json.dumps(spelled)}
+    assert topologyback.lines(wl) == []  # not the placement of the admission it has (yet)
+    written = topologyback.with_assignments(wl, {"trainers": ASSIGNED})
+    assert written is not None
+    assert topologyback.lines(written) == [
         "on worker-3 (block / rack / host)",
         "trainers: b1 / r2 / h0 x4, b1 / r2 / h1 x4",
     ]
-    assert topologyback.lines({"metadata": {}}) == []
+    del written["status"]["admission"]  # evicted, waiting to be placed again
+    assert topologyback.lines(written) == []
+    written["status"]["conditions"] = [{"type": "Finished", "status": "True"}]
+    assert topologyback.lines(written)  # where it ran, kept once it finished

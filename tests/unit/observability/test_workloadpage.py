@@ -126,7 +126,9 @@ def test_without_a_trace_ui_the_page_says_how_to_configure_one() -> None:
 
 
 def test_a_workload_placed_by_topology_shows_its_racks_and_hosts() -> None:
-    wl = workload(clusterName="worker-3")
+    assigned = {"levels": ["kubernetes.io/hostname"], "slices": []}
+    admission = {"podSetAssignments": [{"name": "trainers", "topologyAssignment": assigned}]}
+    wl = workload(clusterName="worker-3", admission=admission)
     placed = {
         "cluster": "worker-3",
         "levels": ["cloud.provider.com/topology-rack", "kubernetes.io/hostname"],
