@@ -298,14 +298,20 @@ class TopologySnapshot:
         )
         return TopologyAssignment(self.levels[offset:], domains)
 
-    def most_in_one_domain(self, request: PodSetRequest, level: str) -> int:
+    def most_in_one_domain(
+        self,
+        request: PodSetRequest,
+        level: str,
+        *,
+        assumed: Mapping[DomainKey, Requests] | None = None,
+    ) -> int:
         """The most pods of ``request`` that one domain of ``level`` holds, whole slices
-        only (0 when the request names levels this topology lacks). What the manager says
-        when a worker has no domain for a gang: "the largest rack holds 6"."""
+        only, beside ``assumed`` (0 when the request names levels this topology lacks). What
+        the manager says when a worker has no domain for a gang: "the largest rack holds 6"."""
         plan = _Plan.of(self, request)
         if isinstance(plan, str) or level not in self.levels:
             return 0
-        self._fill_counts(request, plan, {}, False)
+        self._fill_counts(request, plan, assumed or {}, False)
         index = self.levels.index(level)
         if index > plan.slice_level:
             return max((d.state for d in self.per_level[index].values()), default=0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from manager.api import quantity
 from manager.core.model import PODS, PodSet, PodSetName, ResourceName, TopologyRequest
@@ -127,6 +127,8 @@ class Fit:
     levels_up: int = 0
     """Levels above the preferred one the tightest pod set had to go to (0: none)."""
     assignments: Mapping[str, TopologyAssignment] | None = None
+    held: Held | None = None
+    """With what was in flight: what the worker holds once these assignments are taken."""
 
 
 def short(level: str) -> str:
@@ -151,12 +153,22 @@ def _each(per_pod: Mapping[str, int]) -> str:
     return ", ".join(shown) or "no resources"
 
 
+Held = Mapping[str, Mapping[DomainKey, Mapping[str, int]]]
+"""Worker flavor -> leaf domain -> resources: what copies sent to a worker and not admitted
+there yet are expected to take (its report does not show them yet)."""
+
+
 def check(
-    trees: Mapping[str, TopologySnapshot] | None, need: Need, flavors: Mapping[str, str]
+    trees: Mapping[str, TopologySnapshot] | None,
+    need: Need,
+    flavors: Mapping[str, str],
+    in_flight: Held | None = None,
 ) -> Fit:
     """Can this worker's topology (``trees``: worker flavor -> its domain tree) hold every
-    pod set of ``need``? ``flavors`` maps the manager's flavors to the worker's."""
-    assumed: dict[str, dict[DomainKey, dict[ResourceName, int]]] = {}
+    pod set of ``need``, beside what is ``in_flight`` to it? ``flavors`` maps the manager's
+    flavors to the worker's."""
+    assumed: dict[str, dict[DomainKey, dict[str, int]]] = {}
+    add_held(assumed, in_flight or {})
     placed: dict[str, TopologyAssignment] = {}
     levels_up = 0
     for ps in need.pod_sets:
@@ -167,9 +179,9 @@ def check(
         per_pod: Requests = {ResourceName(r): v for r, v in ps.per_pod.items() if r != PODS}
         request = PodSetRequest(PodSetName(ps.name), ps.count, per_pod, ps.request)
         taken = assumed.setdefault(worker_flavor, {})
-        found = tree.find_assignment(request, assumed=taken)
+        found = tree.find_assignment(request, assumed=cast(Mapping[DomainKey, Requests], taken))
         if isinstance(found, str):
-            return Fit(False, _no_fit(tree, request, ps, found))
+            return Fit(False, _no_fit(tree, request, ps, found, taken))
         placed[ps.name] = found
         for key, usage in usage_of(found, per_pod).items():
             leaf = taken.setdefault(key, {})
@@ -177,16 +189,23 @@ def check(
                 leaf[resource] = leaf.get(resource, 0) + value
         levels_up = max(levels_up, _levels_up(tree, request, ps.request))
     where = ", ".join(f"{name}: {_domains(a)}" for name, a in placed.items())
-    return Fit(True, f"topology: {where}", levels_up, placed)
+    return Fit(True, f"topology: {where}", levels_up, placed, assumed)
 
 
-def _no_fit(tree: TopologySnapshot, request: PodSetRequest, ps: PodSetNeed, upstream: str) -> str:
+def _no_fit(
+    tree: TopologySnapshot,
+    request: PodSetRequest,
+    ps: PodSetNeed,
+    upstream: str,
+    taken: Mapping[DomainKey, Mapping[str, int]],
+) -> str:
     """A required level: which domain is missing and the largest there is; otherwise (only
     preferred, or slices alone) upstream's count of what fits."""
     level = ps.request.required
     if level is None or level not in tree.levels:
         return upstream
-    largest = tree.most_in_one_domain(request, level)
+    assumed = cast(Mapping[DomainKey, Requests], taken)
+    largest = tree.most_in_one_domain(request, level, assumed=assumed)
     unit = ""
     if ps.request.slice_required:
         each = short(ps.request.slice_required)
@@ -216,14 +235,17 @@ def _domains(assignment: TopologyAssignment) -> str:
 
 
 def evaluate(
-    candidate: Candidate, trees: Mapping[str, TopologySnapshot] | None, need: Need
+    candidate: Candidate,
+    trees: Mapping[str, TopologySnapshot] | None,
+    need: Need,
+    in_flight: Held | None = None,
 ) -> Candidate:
     """The topology check, only where quota fits (its reason comes first) and only for a
     workload that asks for a topology: refused with the topology's reason, or its score
     raised by the levels a preferred pod set had to go up."""
     if not candidate.fits or not need:
         return candidate
-    fit = check(trees, need, candidate.flavors)
+    fit = check(trees, need, candidate.flavors, in_flight)
     if not fit.fits:
         return replace(candidate, fits=False, reason=fit.reason)
     tightest, waiting, order = candidate.score
@@ -232,3 +254,24 @@ def evaluate(
         reason=f"{candidate.reason}; {fit.reason}",
         score=(tightest + fit.levels_up, waiting, order),
     )
+
+
+def expected(
+    trees: Mapping[str, TopologySnapshot] | None, need: Need, flavors: Mapping[str, str]
+) -> Held:
+    """What a copy sent to this worker is expected to take there (the manager's own
+    assignment, the worker's will be the same or another as tight): {} when it asks for no
+    topology or does not fit."""
+    if not need:
+        return {}
+    fit = check(trees, need, flavors)
+    return fit.held or {} if fit.fits else {}
+
+
+def add_held(into: dict[str, dict[DomainKey, dict[str, int]]], held: Held) -> None:
+    for flavor, leaves in held.items():
+        per_leaf = into.setdefault(flavor, {})
+        for key, usage in leaves.items():
+            leaf = per_leaf.setdefault(key, {})
+            for resource, value in usage.items():
+                leaf[resource] = leaf.get(resource, 0) + value

@@ -237,9 +237,20 @@ class Placer:
                     candidate, self.worker_devices(remote), need, serves=remote.serves_devices
                 )
             # TAS: only a worker with domains that hold every pod set (docs/tas.md).
-            candidate = topology.evaluate(candidate, self.topology.of(remote), tas_need)
+            candidate = topology.evaluate(
+                candidate, self.topology.of(remote), tas_need, self._tas_in_flight(name)
+            )
             result.append(candidate)
         return result
+
+    def _tas_in_flight(self, worker: str) -> topology.Held:
+        """TAS: what the copies sent to ``worker`` and not admitted yet are expected to take
+        there (its report shows them once admitted)."""
+        held: dict[str, dict[tuple[str, ...], dict[str, int]]] = {}
+        for _, placement in self.records.placements():
+            if placement.cluster == worker and placement.topology:
+                topology.add_held(held, placement.topology)
+        return held
 
     # -- placing -------------------------------------------------------------------------
 
@@ -376,6 +387,10 @@ class Placer:
             best.reason,
             waiting_message=choice.message,
             nominate_at=now + self.settings.nominate_after,
+            # TAS: held there in the manager's eyes until the worker admits it.
+            topology=topology.expected(
+                self.topology.of(remote), topology.need_of(obj), best.flavors
+            ),
         )
         decision = {
             "cluster": best.cluster,

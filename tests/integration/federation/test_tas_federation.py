@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from e2e.waiting import wait_for
+from e2e.waiting import WaitTimeout, wait_for
 from manager.api import constants as C
 from manager.api.tasprovisioning import Topology
 from manager.controllers import taspods
@@ -165,10 +165,17 @@ async def tas(bed: Bed, unique: str) -> AsyncIterator[TasBed]:
                 await api.delete(res, meta["name"], meta.get("namespace"))
 
 
+RUN_FOR = "10m"
+"""How long kwok keeps a trainer Running (its default is 3 s): the tests read running gangs."""
+
+
 def trainers(name: str, queue: str, count: int, **annotations: str) -> Obj:
-    """A JobSet of ``count`` one-GPU trainers in one Job, asking the topology by annotation."""
+    """A JobSet of ``count`` one-GPU trainers in one Job, asking the topology by annotation,
+    each running for ``RUN_FOR``."""
     pod: Obj = {
-        "metadata": {"annotations": annotations},
+        "metadata": {
+            "annotations": {**annotations, "pod-complete.stage.kwok.x-k8s.io/delay": RUN_FOR}
+        },
         "spec": {
             "restartPolicy": "Never",
             "containers": [
@@ -487,3 +494,50 @@ async def test_two_gangs_on_one_worker_each_get_a_rack_of_their_own(tas: TasBed)
     }
     PICTURE_DATA.parent.mkdir(parents=True, exist_ok=True)
     PICTURE_DATA.write_text(json.dumps(record, indent=2) + "\n")
+
+
+async def test_three_rack_gangs_at_once_fill_two_racks_and_the_third_waits_on_the_manager(
+    tas: TasBed,
+) -> None:
+    """Three gangs of 8 requiring a rack, submitted together, only worker-3 has racks of 8
+    (two): the manager counts what it sent there and the worker has not admitted yet as
+    taken, so two run there, one per rack, and the third waits on the manager with the
+    reason, no copy of it on any worker."""
+    bed, ns = tas.bed, tas.name
+    names = ("g1", "g2", "g3")
+    for name in names:
+        body = trainers(name, ns, 8, **{taspods.REQUIRED_ANNOTATION: RACK})
+        await bed.manager_api.create(JOBSET.resource, body, ns)
+
+    seen: dict[str, tuple[str, str]] = {}
+
+    async def settled() -> tuple[list[str], str] | None:
+        placed, waiting = [], []
+        for name in names:
+            wl = await workload(bed.manager_api, ns, name)
+            if wl is None:
+                return None
+            state, message = checkstatus.check_state(wl, CHECK)
+            seen[name] = (state, message)
+            if state == "Ready":
+                placed.append(name)
+            elif "no rack holds 8 pods" in message and "worker-3" in message:
+                waiting.append(message)
+        return (placed, waiting[0]) if len(placed) == 2 and len(waiting) == 1 else None
+
+    try:
+        found = await wait_for(settled, timeout=120, what="two gangs placed, one waiting")
+    except WaitTimeout as err:
+        raise AssertionError(f"{err}; the checks: {seen}") from None
+    assert found is not None
+    placed, _ = found
+    (left,) = set(names) - set(placed)
+    racks = set()
+    for name in placed:
+        worker, pods = await placed_and_running(tas, name, 8)
+        assert worker == "worker-3"
+        racks |= set(racks_of(tas, worker, pods))
+    assert racks == {"a", "b"}
+    for worker in RACKS:
+        copies = (await bed.worker_apis[worker].list(R.WORKLOADS, ns))["items"]
+        assert not [c for c in copies if left in c["metadata"]["name"]], worker

@@ -236,3 +236,17 @@ def test_preferred_accepts_exactly_where_the_worker_has_room_at_all(
     if judged.fits:
         fits_in_a_rack = any(sum(h) >= count for h in racks.values())
         assert (judged.score[0] - FITS.score[0] == 0) is fits_in_a_rack
+
+
+def test_what_was_sent_and_not_admitted_yet_counts_as_taken() -> None:
+    """Two gangs placed at once: the first's expected racks are in flight to the worker (its
+    report cannot show them yet), so the second is not sent into the same rack."""
+    trees = worker({"r1": [4, 4], "r2": [4, 2]})
+    need = gang(8, required=RACK)
+    held = topology.expected(trees, need, FITS.flavors)
+    assert sum(usage["nvidia.com/gpu"] for usage in held["tas-h100"].values()) == 8
+    assert topology.evaluate(FITS, trees, need).fits
+    refused = topology.evaluate(FITS, trees, need, in_flight=held)
+    assert not refused.fits and refused.reason.endswith("the largest 6"), refused.reason
+    assert topology.expected(trees, Need(), FITS.flavors) == {}
+    assert topology.expected(worker({"r1": [2]}), need, FITS.flavors) == {}
