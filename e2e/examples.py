@@ -19,6 +19,8 @@ JOBS = EXAMPLES / "jobs"
 """A JobSet, a TrainJob and a RayCluster for the article's H100 queue."""
 DRA = EXAMPLES / "dra"
 """A Job whose pod gets 2 H100s through DRA: its DeviceClass, template, queues and mapping."""
+TAS = EXAMPLES / "tas"
+"""Training placed by topology: the Topology, TAS queues on manager and workers, a rack gang."""
 
 QUEUES = ARTICLE / "01-queues.yaml"
 LIGHT_JOB = ARTICLE / "02-light-job.yaml"

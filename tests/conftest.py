@@ -42,11 +42,13 @@ SECOND_FEDERATION = frozenset(
         "test_leader_failover.py",
         "test_fenced_runs.py",
         "test_failover.py",
+        "test_tas_federation.py",
     }
 )
 """Modules of tests/integration/federation that get a full federation of their own
 (``full_federation_b``), in the other test process: the full federation's tests were 73 % of
-the suite's time (1,415 of 1,945 s on 2026-12-04), these ~690 s of them. Keep the halves
+the suite's time (1,415 of 1,945 s on 2026-12-04), these ~690 s of them, then the TAS
+scenarios (~210 s, the same day). Keep the halves
 even when adding slow federation tests (``--durations`` tells)."""
 HEAVY_FIRST = ("full_federation", "full_federation_b", "interop", "realnode")
 """Groups run first, longest first, so the slowest bed starts at once on a process of its

@@ -39,6 +39,7 @@ from manager.observability.sources import ShimSource
 from manager.telemetry.metrics import Metrics
 from worker_shim.copies import ManagerCopies
 from worker_shim.fencing import Fencing, FencingSettings, ShimMode
+from worker_shim.topologyreport import TopologyReport
 
 log = logging.getLogger("worker_shim")
 
@@ -172,8 +173,12 @@ async def admit(api: KubeApi, args: argparse.Namespace, source: ShimSource) -> N
     lost term acts again."""
     controller = ClusterController(api, args.controller_settings, metrics=source.metrics)
     source.controller = controller
+    running = [controller.run()]
+    if args.controller_settings.topology_aware:
+        # The managers place TAS workloads by what this reports (docs/tas.md).
+        running.append(TopologyReport(api, controller.state, args.namespace).run())
     try:
-        await controller.run()
+        await asyncio.gather(*running)
     finally:
         if source.controller is controller:
             source.controller = None

@@ -28,9 +28,18 @@ from manager.cli.tables import amount
 from manager.controllers import conditions, devicecatalogue, jobs, jobworkload
 from manager.controllers.jobkinds.base import JobKind, MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation.decisions import capacity, colocation, devices, eligibility, references
+from manager.core import tas_summary
+from manager.core.tas import TopologySnapshot
+from manager.federation.decisions import (
+    capacity,
+    colocation,
+    devices,
+    eligibility,
+    references,
+    topology,
+)
 from manager.federation.engine.lookups import foreign_reason
-from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
+from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, TOPOLOGY_REPORT
 from manager.federation.workers import kubeconfig
 from manager.kube import discovery, errors
 from manager.kube import resources as R
@@ -99,6 +108,8 @@ class WorkerRead:
     job claims no devices and they were not read)."""
     catalogue: dra.DeviceCatalogue | None = None
     """Its DeviceClasses and ResourceSlices as a charge reads them (read with ``devices``)."""
+    topology: Mapping[str, TopologySnapshot] | None = None
+    """TAS: its shim's report (``kfed-topology``), worker flavor -> domain tree."""
 
 
 async def _read_worker(
@@ -109,6 +120,7 @@ async def _read_worker(
     kind: JobKind,
     job_name: str,
     with_devices: bool = False,
+    report_namespace: str = "kueue-system",
 ) -> WorkerRead:
     api = await connect_dict(checked.config, checked.context, name=name)
     try:
@@ -127,6 +139,7 @@ async def _read_worker(
                 if not labels_of(there).get(C.MULTIKUEUE_ORIGIN_LABEL):
                     blocked = foreign_reason(kind.resource.kind, there)
         worker_devices, catalogue = await _read_devices(api) if with_devices else (None, None)
+        trees = await _read_topology(api, report_namespace)
     finally:
         await api.close()
     view = capacity.WorkerView(
@@ -136,7 +149,16 @@ async def _read_worker(
         flavors=_by_key(rfs["items"]),
         order=order,
     )
-    return WorkerRead(view, serves, blocked, worker_devices, catalogue)
+    return WorkerRead(view, serves, blocked, worker_devices, catalogue, trees)
+
+
+async def _read_topology(api: KubeApi, namespace: str) -> dict[str, TopologySnapshot]:
+    """TAS: the worker shim's report of its racks, as the dispatcher reads it ({}: none)."""
+    try:
+        report = await api.get(R.CONFIGMAPS, TOPOLOGY_REPORT, namespace)
+    except (errors.NotFound, errors.Forbidden):
+        return {}
+    return tas_summary.trees_of(report.get("data") or {})[0]
 
 
 async def _read_devices(
@@ -225,9 +247,11 @@ def verdict_of(
     request: capacity.Request,
     manager_flavors: Mapping[str, Obj],
     need: devices.Need | None = None,
+    tas_need: topology.Need | None = None,
 ) -> capacity.Candidate:
     """The dispatcher's verdict: quota (``capacity.evaluate``), then devices
-    (``devices.evaluate``) for a job that claims some."""
+    (``devices.evaluate``) for a job that claims some, then the racks (``topology.evaluate``)
+    for one placed by topology."""
     if looked.refused is not None:
         return looked.refused
     assert looked.read is not None  # a worker not refused was read
@@ -235,6 +259,8 @@ def verdict_of(
     if need:
         read = looked.read
         candidate = devices.evaluate(candidate, read.devices, need, serves=read.devices is not None)
+    if tas_need:
+        candidate = topology.evaluate(candidate, looked.read.topology, tas_need)
     return candidate
 
 
@@ -262,7 +288,9 @@ async def look_at_worker(
     try:
         mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
         checked = await _worker_kubeconfig(api, mk_cluster, namespace)
-        read = await _read_worker(name, order, checked, job_namespace, kind, job_name, with_devices)
+        read = await _read_worker(
+            name, order, checked, job_namespace, kind, job_name, with_devices, namespace
+        )
     except CliError as err:
         unreadable = capacity.Candidate(name, False, f"cannot be read from here: {err.message}")
     except (errors.KubeError, OSError) as err:
@@ -473,7 +501,8 @@ async def predict(
         return base
     check, config, _ = federation
     request = capacity.Request(job_ns, queue, decision.usage)
-    candidates = [verdict_of(w, request, snap.flavor_objects, need) for w in looks]
+    tas_need = topology.need_of_pod_sets(workload.pod_sets, decision.flavors)
+    candidates = [verdict_of(w, request, snap.flavor_objects, need, tas_need) for w in looks]
     best = capacity.choose(candidates)
     if not clusters:
         verdict = f"would wait: MultiKueueConfig {config or '(none)'} lists no worker"

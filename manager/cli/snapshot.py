@@ -159,6 +159,8 @@ def from_objects(
         return dataclasses.replace(
             convert.cluster_queue(ClusterQueue.model_validate(obj)),
             configuration_problem=federated.configuration_problem(obj, checks.get),
+            # A TAS pod set of a MultiKueue queue is placed on the worker, not here.
+            check_controllers=federated.check_controllers(obj, checks.get),
         )
 
     wpcs = {_key(obj): int(obj["value"]) for obj in priority_classes if "value" in obj}

@@ -15,6 +15,7 @@ from manager.cli.tables import age
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry
 from manager.controllers.jobkinds.base import JobKind
+from manager.federation.engine import topologyback
 from manager.federation.engine.retaining import ran_on
 from manager.federation.engine.workloadview import (
     FINISHED,
@@ -180,6 +181,9 @@ class Explanation:
     conditions: list[str] = field(default_factory=list)
     decision: Placement | None = None
     notes: list[str] = field(default_factory=list)
+    topology: list[str] = field(default_factory=list)
+    """TAS: per pod set, where the worker placed its pods: ``trainers: block-1 / rack-2 /
+    host-0 x4`` (``topologyback.lines``)."""
     result: str = ""
     """Finished: how its job ended, from the manager's job (its status was copied from the
     worker, so it outlives the objects there): ``Complete at ... (succeeded: 1)``."""
@@ -270,6 +274,7 @@ def explain(workload: Obj, job: Obj | None = None) -> Explanation:
         # Finished: where it ran, kept on the Workload after its worker's objects are gone.
         cluster=(ran_on(workload) if current == FINISHED else "") or cluster_of(workload),
         assignments=_assignments(workload),
+        topology=topologyback.lines(workload),
         checks=[
             f"{c.get('name')}: {c.get('state', 'Pending')}"
             + (f": {c['message']}" if c.get("message") else "")

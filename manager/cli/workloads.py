@@ -194,6 +194,8 @@ def render_explanation(e: workloadinfo.Explanation) -> Group:
         parts.append(field("Result", e.result))
     for index, line in enumerate(e.assignments):
         parts.append(field("Flavors" if index == 0 else "", line))
+    for index, line in enumerate(e.topology):
+        parts.append(field("Topology" if index == 0 else "", line))
     for index, line in enumerate(e.checks):
         parts.append(field("Checks" if index == 0 else "", line))
     if e.decision is not None:

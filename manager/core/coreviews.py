@@ -23,6 +23,7 @@ from manager.core.pending import Location
 from manager.core.queues import QueueManager
 from manager.core.reasons import PendingReason
 from manager.core.scheduler import Scheduler
+from manager.core.tas import TopologySnapshot
 from manager.core.views import (
     ClusterQueueStatus,
     FlavorUsage,
@@ -59,6 +60,17 @@ class CoreViews:
     def flavor(self, name: FlavorName) -> ResourceFlavor | None:
         """The flavor an admission names (its nodeLabels/tolerations go into the pods)."""
         return self._cache.flavors.get(name)
+
+    def topology_snapshots(self) -> tuple[int, dict[FlavorName, TopologySnapshot]]:
+        """The domain tree of every TAS flavor whose Topology is known, and a version that
+        changes whenever one of them may have (what the worker shim reports to managers)."""
+        tas = self._cache.tas
+        trees = {}
+        for name, flavor in self._cache.flavors.items():
+            snapshot = tas.snapshot(flavor)
+            if snapshot is not None:
+                trees[name] = snapshot
+        return tas.version + self._cache.config_version, trees
 
     def cluster_queue_path(self, name: ClusterQueueName) -> str:
         """A ClusterQueue's place in its cohort tree (``/cohort/cq``), "UNKNOWN" as Kueue

@@ -186,6 +186,14 @@ class TopologySnapshot:
             if held is not None:  # a node gone or not Ready any more: nothing to hold
                 _add(held.tas_usage, usage, 1)
 
+    def forget_nodes(self) -> None:
+        """Keep only the domains and what is free in them: a tree read from a report has no
+        node of its own to look at (no taints or labels beyond the levels), and dropping the
+        stand-ins halves what a manager keeps per worker node."""
+        self._leaf_of_node = {}
+        for leaf in self.leaves.values():
+            leaf.node = None
+
     @property
     def key_offset(self) -> int:
         """Where a leaf's key starts in its values (assignments name only the hostname)."""
@@ -289,6 +297,37 @@ class TopologySnapshot:
             if d.state > 0
         )
         return TopologyAssignment(self.levels[offset:], domains)
+
+    def most_in_one_domain(
+        self,
+        request: PodSetRequest,
+        level: str,
+        *,
+        assumed: Mapping[DomainKey, Requests] | None = None,
+    ) -> int:
+        """The most pods of ``request`` that one domain of ``level`` holds, whole slices
+        only, beside ``assumed`` (0 when the request names levels this topology lacks). What
+        the manager says when a worker has no domain for a gang: "the largest rack holds 6"."""
+        plan = _Plan.of(self, request)
+        if isinstance(plan, str) or level not in self.levels:
+            return 0
+        self._fill_counts(request, plan, assumed or {}, False)
+        index = self.levels.index(level)
+        if index > plan.slice_level:
+            return max((d.state for d in self.per_level[index].values()), default=0)
+        return max((d.slice_state for d in self.per_level[index].values()), default=0) * (
+            plan.slice_size
+        )
+
+    def free_leaves(self) -> list[tuple[DomainKey, dict[ResourceName, int]]]:
+        """Each leaf's values at every level and what is free there (what admitted TAS
+        workloads hold taken out), in the order of its values."""
+        result = []
+        for leaf in sorted(self.leaves.values(), key=lambda d: d.values):
+            free = dict(leaf.free)
+            _add(free, leaf.tas_usage, -1)
+            result.append((leaf.values, free))
+        return result
 
     def _fill_counts(
         self,

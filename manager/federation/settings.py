@@ -254,6 +254,9 @@ MANAGER_LEASE_PREFIX = "kfed-manager-"
 """Lease ``kfed-manager-<origin>`` in ``namespace`` on every worker: the fencing lease."""
 SHIM_HEARTBEAT_LEASE = "kfed-worker-shim"
 """Lease the worker shim renews in ``namespace``: tells the manager the worker can fence."""
+TOPOLOGY_REPORT = "kfed-topology"
+"""ConfigMap the worker shim writes in ``namespace`` with TAS: its topology capacity per flavor
+(manager/core/tas_summary.py), which the manager places TAS workloads by."""
 SHIM_MODE_ANNOTATION = "kfed.io/worker-shim-mode"
 """On that Lease: ``admit`` (kfed's shim admits there) or ``fence-only`` (upstream Kueue
 admits there; the shim only fences). Either way the worker fences itself."""

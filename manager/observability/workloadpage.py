@@ -18,6 +18,7 @@ from typing import Any
 
 from manager.api import view
 from manager.controllers import workloadstatus as ws
+from manager.federation.engine import topologyback
 from manager.federation.engine.retaining import ran_on
 from manager.federation.engine.workloadview import (
     Placement,
@@ -197,6 +198,11 @@ def render(details: WorkloadDetails) -> str:
             ["Queue", escape(f"{spec.get('queueName') or ''} → {ws.cluster_queue_of(wl) or '—'}")],
             ["Flavors", escape(", ".join(flavors_of(wl)) or "—")],
             ["Cluster", escape(cluster_of(wl) or ran_on(dict(wl)) or "—")],
+            *(
+                [["Topology", "<br>".join(escape(line) for line in where)]]
+                if (where := topologyback.lines(wl))
+                else []
+            ),
             ["Trace", trace],
         ]
     )

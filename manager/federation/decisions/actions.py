@@ -73,6 +73,17 @@ class PatchJobStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class CopyTopologyBack:
+    """TAS: bring where the worker placed the pods (``found``: pod set -> its
+    ``topologyAssignment``) to the manager's Workload, and the annotation ``text`` that names
+    every level (``engine/topologyback.py``)."""
+
+    cluster: str
+    found: Mapping[str, Any]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class FinishWorkload:
     """Finish the manager's Workload with the run's end (its job's status said nothing)."""
 
@@ -162,6 +173,11 @@ class Send:
     tried_before: tuple[str, ...]
     then_after: float
     retry_after: float
+    topology: Mapping[str, Mapping[tuple[str, ...], Mapping[str, int]]] = field(
+        default_factory=dict
+    )
+    """TAS: what the copy is expected to take there until the worker admits it, per worker
+    flavor and leaf domain (``decisions/topology.py``); counted for the next placements."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +278,7 @@ Action = (
     | KeepEndedCopy
     | RecordRanOn
     | PatchJobStatus
+    | CopyTopologyBack
     | FinishWorkload
     | NoteReserved
     | ResetJob

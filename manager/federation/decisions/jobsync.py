@@ -27,6 +27,11 @@ class SyncFacts:
     remote_ended: bool = False
     counters: tuple[str, ...] = ()
     """Status fields that count running pods, omitted by the worker once they drop to 0."""
+    topology: Mapping[str, Any] | None = None
+    """TAS: the worker copy's topology assignments (pod set -> ``topologyAssignment``) the
+    manager's Workload does not show yet (None: nothing to bring back)."""
+    topology_text: str = ""
+    """Those assignments with every level named: the annotation ``kfed.io/topology``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +67,15 @@ def status_patch(facts: SyncFacts) -> dict[str, Any] | None:
 
 
 def sync(facts: SyncFacts | None) -> list[do.Action]:
-    patch = status_patch(facts) if facts is not None else None
-    return [do.PatchJobStatus(patch)] if patch is not None else []
+    if facts is None:
+        return []
+    result: list[do.Action] = []
+    if facts.topology is not None:
+        # TAS: where the pods went, before the job's status (upstream's order: assigned,
+        # then running).
+        result.append(do.CopyTopologyBack(facts.cluster, facts.topology, facts.topology_text))
+    patch = status_patch(facts)
+    return result + [do.PatchJobStatus(patch)] if patch is not None else result
 
 
 def finish(facts: SyncFacts | None, end: RunEnd | None) -> list[do.Action]:
@@ -72,6 +84,7 @@ def finish(facts: SyncFacts | None, end: RunEnd | None) -> list[do.Action]:
     none there that counts), the Workload finished from the copy's or its job's end."""
     if facts is not None and facts.remote is not None:
         return sync(facts)
+    told = [a for a in sync(facts) if isinstance(a, do.CopyTopologyBack)]
     if end is None:
-        return []
-    return [do.FinishWorkload(end.succeeded, end.message)]
+        return told
+    return [*told, do.FinishWorkload(end.succeeded, end.message)]

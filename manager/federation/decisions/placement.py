@@ -14,10 +14,10 @@ won, or which workers get a copy now; the check names every worker holding one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from manager.federation.decisions import actions as do
-from manager.federation.decisions import capacity, choosing, many, winning
+from manager.federation.decisions import capacity, choosing, many, topology, winning
 from manager.federation.settings import DispatchMode
 
 SEND_FAILED_RETRY = 1.0
@@ -66,6 +66,9 @@ class PlacingFacts:
     """Seconds until a worker it is blocked from opens again (None: none is blocked)."""
     admission_timeout: float = 30.0
     nominate_after: float = 1.0
+    expected_topology: Mapping[str, topology.Held] = field(default_factory=dict)
+    """TAS: per worker that fits, what a copy sent there is expected to take of its
+    domains (``topology.expected``)."""
 
 
 def needs_choice(sent: Sent | None, now: float) -> bool:
@@ -148,6 +151,7 @@ def _send(
         tried_before=tuple(sorted(chosen.tried)),
         then_after=facts.nominate_after,
         retry_after=SEND_FAILED_RETRY,
+        topology=facts.expected_topology.get(best.cluster, {}),
     )
 
 

@@ -19,7 +19,7 @@ from manager.controllers.state import ClusterState
 from manager.federation.decisions import actions as do
 from manager.federation.decisions import capacity, references
 from manager.federation.decisions.group import WorkloadGroup
-from manager.federation.engine import workloadview
+from manager.federation.engine import topologyback, workloadview
 from manager.federation.engine.jobstatus import JobStatus
 from manager.federation.engine.records import Placement, Records, Stats, ToldRefusals
 from manager.federation.engine.writes import Created, Writes
@@ -139,6 +139,8 @@ class Applier:
                     told.dispatch_rejected(self.state.events, obj, message)
             case do.PatchJobStatus(patch=patch):
                 await self.jobs.patch_status(obj, dict(patch))
+            case do.CopyTopologyBack(cluster=cluster, found=found, text=text):
+                await topologyback.bring_back(self.state, cluster, obj, found, text)
             case do.FinishWorkload(succeeded=succeeded, message=message):
                 await self.jobs.finish_workload(obj, succeeded, message)
             case do.ResetJob():
@@ -289,6 +291,7 @@ class Applier:
             send.reason,
             waiting_message=send.message,
             nominate_at=send.nominate_at,
+            topology=send.topology,
         )
         decision = {
             "cluster": send.cluster,

@@ -40,6 +40,7 @@ from manager.federation.engine.placing import PlacingReader
 from manager.federation.engine.records import Records, Stats, ToldRefusals
 from manager.federation.engine.retaining import Retaining
 from manager.federation.engine.runreading import RunReader
+from manager.federation.engine.topologyview import TopologyView
 from manager.federation.engine.writes import Writes
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
@@ -73,10 +74,13 @@ class Dispatcher:
         self.write = Writes(manager, self.look, self.stats)
         self.jobs = JobStatus(self.state, self.look)
         told_refusals = ToldRefusals()
-        self.placing = PlacingReader(self.look, told_refusals)
+        self.topology = TopologyView()
+        """TAS: one view of the workers' racks, for placing and for bringing back where the
+        pods went."""
+        self.placing = PlacingReader(self.look, told_refusals, self.topology)
         self.retaining = Retaining(self.state, settings, on_change=self._retention_changed)
         self.reader = GroupReader(
-            self.look, registry, self.retaining, self.placing, RunReader(self.look), clock
+            self.look, registry, self.retaining, self.placing, RunReader(self.look, self.topology), clock
         )
         self.applier = Applier(
             self.state,

@@ -27,10 +27,12 @@ from manager.federation.decisions import (
     placement,
     references,
     samename,
+    topology,
 )
 from manager.federation.decisions.eligibility import WorkerEligibility
 from manager.federation.engine.lookups import Lookups, foreign_reason
 from manager.federation.engine.records import InFlight, Placement, ToldRefusals
+from manager.federation.engine.topologyview import TopologyView
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, DispatchMode
 from manager.federation.workers.remote import RemoteCluster
 from manager.kube import errors
@@ -49,9 +51,11 @@ def _admitted_at(remote_wl: Obj) -> str:
 
 
 class PlacingReader:
-    def __init__(self, look: Lookups, told: ToldRefusals) -> None:
+    def __init__(self, look: Lookups, told: ToldRefusals, topology: TopologyView) -> None:
         self.look = look
         self.told = told
+        self.topology = topology
+        """TAS: each worker's domain trees, from its shim's report."""
         self.state = look.state
         self.registry = look.registry
         self.settings = look.settings
@@ -227,6 +231,7 @@ class PlacingReader:
         node there."""
         request = self.request(obj)
         allowed = self.allowed(obj)
+        tas_need = topology.need_of(obj)
         result = []
         for order, name in enumerate(clusters):
             said = {} if refusals is None else refusals
@@ -242,8 +247,37 @@ class PlacingReader:
                 candidate = devices.evaluate(
                     candidate, self.worker_devices(remote), need, serves=remote.serves_devices
                 )
+            # TAS: only a worker with domains that hold every pod set (docs/tas.md).
+            candidate = topology.evaluate(
+                candidate, self.topology.of(remote), tas_need, self._tas_in_flight(name)
+            )
             result.append(candidate)
         return result
+
+    def _tas_in_flight(self, worker: str) -> topology.Held:
+        """TAS: what the copies sent to ``worker`` and not admitted yet are expected to take
+        there (its report shows them once admitted)."""
+        held: dict[str, dict[tuple[str, ...], dict[str, int]]] = {}
+        for _, sent in self.records.placements():
+            if sent.cluster == worker and sent.topology:
+                topology.add_held(held, sent.topology)
+        return held
+
+    def _expected_topology(
+        self, obj: Obj, candidates: list[capacity.Candidate]
+    ) -> dict[str, topology.Held]:
+        """TAS: for each worker that fits, what a copy sent there would take of its domains
+        ({} for a workload that asks for no topology)."""
+        need = topology.need_of(obj)
+        if not need:
+            return {}
+        expected = {}
+        for candidate in candidates:
+            remote = self.registry.remote(candidate.cluster)
+            if candidate.fits and remote is not None:
+                trees = self.topology.of(remote)
+                expected[candidate.cluster] = topology.expected(trees, need, candidate.flavors)
+        return expected
 
     # -- the facts ---------------------------------------------------------------------
 
@@ -311,6 +345,7 @@ class PlacingReader:
                     dispatch_deadline=settings.dispatch_deadline,
                     unblocked_in=facts.unblocked_in,
                 ),
+                expected_topology=self._expected_topology(obj, candidates),
             )
         return replace(facts, sent=sent, untold_refusals=self._untold(obj, refusals))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,11 @@ class Placement:
     """When to write that nomination (monotonic); None once written, or not to be. Most
     copies are admitted well before: the write would be one more per workload, and one more
     writer racing the reservation's and the admission's writes (409s)."""
+    topology: Mapping[str, Mapping[tuple[str, ...], Mapping[str, int]]] = field(
+        default_factory=dict
+    )
+    """TAS: what the manager expects the copy to hold, per worker flavor and leaf domain, until
+    the worker admits it (its report then says so itself): ``decisions/topology.py``."""
 
 
 @dataclass

@@ -13,7 +13,9 @@ from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.federation.decisions import jobsync, samename, winning
+from manager.federation.engine import topologyback
 from manager.federation.engine.lookups import Lookups, foreign_reason
+from manager.federation.engine.topologyview import TopologyView
 from manager.federation.workers.remote import RemoteCluster
 from manager.kube import errors
 from manager.kube import resources as R
@@ -21,8 +23,10 @@ from manager.kube.api import Obj
 
 
 class RunReader:
-    def __init__(self, look: Lookups) -> None:
+    def __init__(self, look: Lookups, topology: TopologyView) -> None:
         self.look = look
+        self.topology = topology
+        """TAS: the workers' racks, to spell out where a workload's pods went."""
         self.registry = look.registry
         self.settings = look.settings
 
@@ -189,6 +193,8 @@ class RunReader:
         kind = self.look.kind_of(obj)
         remote_job = self.look.final_remote_job(remote, obj)
         current: dict[str, Any] = (job or {}).get("status") or {}
+        copied = remote.workloads().get(ws.key_of(obj))
+        back = topologyback.to_bring_back(cluster, obj, copied, self.topology.of(remote))
         return jobsync.SyncFacts(
             cluster,
             current,
@@ -196,6 +202,8 @@ class RunReader:
             suspended=job is not None and kind.is_suspended(job),
             remote_ended=remote_job is not None and kind.outcome(remote_job) is not None,
             counters=kind.status_counters,
+            topology=back[0] if back else None,
+            topology_text=back[1] if back else "",
         )
 
     def run_end(self, cluster: str, obj: Obj, copy_: Obj) -> jobsync.RunEnd | None:

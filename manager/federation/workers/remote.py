@@ -30,6 +30,7 @@ from manager.federation.settings import (
     MANAGER_LEASE_PREFIX,
     SHIM_HEARTBEAT_LEASE,
     SHIM_MODE_ANNOTATION,
+    TOPOLOGY_REPORT,
     FederationSettings,
 )
 from manager.kube import discovery, errors, lease
@@ -156,6 +157,8 @@ class RemoteCluster:
             "workloads": Informer(self.api, R.WORKLOADS, label_selector=origin),
             "jobs": Informer(self.api, R.JOBS, label_selector=origin),
             "leases": Informer(self.api, R.LEASES, namespace=ns),
+            # TAS: the shim's topology report (worker_shim/topologyreport.py, docs/tas.md).
+            "configmaps": Informer(self.api, R.CONFIGMAPS, namespace=ns),
         }
         # Our jobs there filed by the manager workload they were made for (JOBS_BY_WORKLOAD):
         # finding them must not scan every job of the worker.
@@ -164,7 +167,7 @@ class RemoteCluster:
         # seconds, the shim's heartbeat) matter only when the shim comes or goes, and Jobs
         # are followed by the dispatcher itself.
         self.informers["leases"].subscribe(lambda _: self._on_lease())
-        for name in ("clusterqueues", "localqueues", "resourceflavors", "workloads"):
+        for name in ("clusterqueues", "localqueues", "resourceflavors", "workloads", "configmaps"):
             self.informers[name].subscribe(lambda _: self._capacity_changed())
 
     def _changed(self) -> None:
@@ -256,6 +259,10 @@ class RemoteCluster:
     def _claims_changed(self) -> None:
         self.claims_generation += 1
         self._capacity_changed()
+
+    def topology_report(self) -> Obj | None:
+        """TAS: the shim's ConfigMap of its topology capacity, if it writes one."""
+        return self.informers["configmaps"].get(f"{self.settings.namespace}/{TOPOLOGY_REPORT}")
 
     def _heartbeat(self) -> Obj | None:
         return self.informers["leases"].get(f"{self.settings.namespace}/{SHIM_HEARTBEAT_LEASE}")

@@ -48,16 +48,18 @@ class Bed:
     """Rack -> its nodes."""
 
 
-def node(name: str, rack: str, unique: str) -> dict[str, Any]:
+def node(name: str, unique: str, levels: dict[str, str], *, gpus: int = 2) -> dict[str, Any]:
+    """A kwok node of ``gpus`` GPUs with these topology labels (its hostname added), tainted
+    with the test's id so that only the test's pods land on it."""
     key, value = KWOK_NODE_ANNOTATION
-    capacity = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "pods": "110"}
+    capacity = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "annotations": {key: value},
-            "labels": {"type": "kwok", HOST: name, RACK: rack, "kfed.test/tas": unique},
+            "labels": {"type": "kwok", HOST: name, **levels, "kfed.test/tas": unique},
         },
         "spec": {"taints": [{"key": "kfed.test/tas", "value": unique, "effect": "NoSchedule"}]},
         "status": {"capacity": capacity, "allocatable": capacity},
@@ -80,7 +82,7 @@ async def bed(api: KubeApi, ns: str, unique: str) -> AsyncIterator[Bed]:
     try:
         for rack, names in racks.items():
             for n in names:
-                await create(R.NODES, node(n, rack, unique))
+                await create(R.NODES, node(n, unique, {RACK: rack}))
         await create(
             TOPOLOGIES,
             {

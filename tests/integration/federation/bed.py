@@ -31,6 +31,7 @@ from manager.kube.api import KubeApi
 from manager.telemetry.metrics import Metrics
 from worker_shim.copies import ManagerCopies
 from worker_shim.fencing import Fencing, FencingSettings, ShimMode
+from worker_shim.topologyreport import TopologyReport
 
 NAMESPACE = "kueue-system"
 CONFIG = "workers"
@@ -127,11 +128,18 @@ class Bed:
     def _start(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
         self.tasks[name] = asyncio.create_task(coro, name=name)
 
-    async def start_shim(self, worker: str, *, fencing: bool = True) -> ClusterController:
+    async def start_shim(
+        self, worker: str, *, fencing: bool = True, topology: bool = False
+    ) -> ClusterController:
+        """``topology``: with ``--topology-aware-scheduling`` and its report to the managers."""
         api = self.worker_apis[worker]
-        shim = ClusterController(api, FAST_WORKER_CONTROLLERS)
+        settings = dataclasses.replace(FAST_WORKER_CONTROLLERS, topology_aware=topology)
+        shim = ClusterController(api, settings)
         self.shims[worker] = shim
         self._start(f"shim/{worker}", shim.run())
+        if topology:
+            report = TopologyReport(api, shim.state, NAMESPACE, period=0.2)
+            self._start(f"topology/{worker}", report.run())
         if fencing:
             fence = Fencing(api, shim.state, FAST_FENCING)
             self.fencing[worker] = fence

@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from e2e import examples
+from e2e.local.federation import DEFAULT_NODES_FILE
 from manager import configfile
 from manager.api import dra, parse_object
-from manager.controllers import flags
+from manager.controllers import flags, taspods
 from tests import references
 
 
@@ -157,3 +158,28 @@ def test_the_dra_example_is_valid_and_its_two_mappings_are_one() -> None:
     pod = job["spec"]["template"]
     charged = dra.charge([{"name": "main", "template": pod}], {"h100-x2": template}, from_json)
     assert charged == dra.Charge({"main": {"example.com/gpu": 2}})
+
+
+def test_the_tas_example_is_valid_and_names_the_bed_levels() -> None:
+    """examples/tas: every object parses; the flavor has the Topology on manager and workers;
+    the levels are the labels the bed's nodes carry; the gang asks for one of them."""
+    (topology,) = documents(examples.TAS / "00-topology.yaml")
+    levels = [lv["nodeLabel"] for lv in topology["spec"]["levels"]]
+    parse_object(topology)
+    node_labels = {
+        key
+        for cluster in yaml.safe_load(DEFAULT_NODES_FILE.read_text())["clusters"].values()
+        for group in cluster
+        for key in group["labels"]
+    }
+    assert set(levels[:-1]) <= node_labels and levels[-1] == "kubernetes.io/hostname"
+    for name in ("01-queues.yaml", "02-worker-queues.yaml"):
+        objs = by_kind(examples.TAS / name)
+        for (kind, _), doc in objs.items():
+            if kind != "Namespace":
+                parse_object(doc)
+        assert objs["ResourceFlavor", "tas-h100"]["spec"]["topologyName"] == "default"
+        assert objs["LocalQueue", "tas-lq"]["spec"]["clusterQueue"] == "tas-cq"
+    (jobset,) = documents(examples.TAS / "03-jobset-rack.yaml")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert pod["metadata"]["annotations"][taspods.REQUIRED_ANNOTATION] in levels

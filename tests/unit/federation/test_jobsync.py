@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from manager.federation.decisions import actions as do
-from manager.federation.decisions.jobsync import RunEnd, SyncFacts, finish, status_patch
+from manager.federation.decisions.jobsync import RunEnd, SyncFacts, finish, status_patch, sync
 
 W1 = "worker-1"
 COUNTERS = ("active", "ready")
@@ -62,3 +62,18 @@ def test_a_finished_run_is_recorded_from_its_job_else_from_its_end() -> None:
     ]
     assert finish(no_job, None) == []
     assert finish(None, None) == [], "the worker not connected: nothing yet"
+
+
+def test_where_the_pods_went_is_brought_back_before_the_jobs_status() -> None:
+    """TAS: the copy's topology assignment goes to the manager's Workload first (assigned,
+    then running), also for a run recorded from its end."""
+    assigned = {"main": {"levels": ["kubernetes.io/hostname"], "slices": []}}
+    back = do.CopyTopologyBack(W1, assigned, '{"cluster":"worker-1"}')
+    running = SyncFacts(
+        W1, {}, {"active": 2}, topology=assigned, topology_text='{"cluster":"worker-1"}'
+    )
+    assert sync(running) == [back, do.PatchJobStatus({"active": 2})]
+    shown = SyncFacts(W1, {"active": 2}, {"active": 2})
+    assert sync(shown) == [], "already shown and nothing new: no write"
+    no_job = SyncFacts(W1, {}, None, topology=assigned, topology_text='{"cluster":"worker-1"}')
+    assert finish(no_job, RunEnd(True, "done")) == [back, do.FinishWorkload(True, "done")]

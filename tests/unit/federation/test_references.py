@@ -19,6 +19,7 @@ from manager.federation.decisions import references as refs
 from manager.federation.decisions.references import Kind, Malformed, Reference, Rule, Rules
 from manager.federation.engine.placing import PlacingReader
 from manager.federation.engine.records import ToldRefusals
+from manager.federation.engine.topologyview import TopologyView
 
 NS = "team-a"
 
@@ -388,7 +389,7 @@ def _placer(mk_clusters: dict[str, dict[str, Any]], job: dict[str, Any] | None) 
         records=None,
         manager_job=lambda obj: job,
     )
-    return PlacingReader(cast(Any, look), ToldRefusals())
+    return PlacingReader(cast(Any, look), ToldRefusals(), TopologyView())
 
 
 def _workload() -> dict[str, Any]:

@@ -123,3 +123,19 @@ def test_the_page_shows_the_decision_and_escapes_everything() -> None:
 
 def test_without_a_trace_ui_the_page_says_how_to_configure_one() -> None:
     assert "--trace-url" in render(WorkloadDetails(workload()))
+
+
+def test_a_workload_placed_by_topology_shows_its_racks_and_hosts() -> None:
+    assigned = {"levels": ["kubernetes.io/hostname"], "slices": []}
+    admission = {"podSetAssignments": [{"name": "trainers", "topologyAssignment": assigned}]}
+    wl = workload(clusterName="worker-3", admission=admission)
+    placed = {
+        "cluster": "worker-3",
+        "levels": ["cloud.provider.com/topology-rack", "kubernetes.io/hostname"],
+        "podSets": {"trainers": [[["<r1>", "h0"], 4], [["<r1>", "h1"], 4]]},
+    }
+    wl["metadata"]["annotations"]["kfed.io/topology"] = json.dumps(placed)
+    page = render(WorkloadDetails(wl))
+    assert "<td>Topology</td>" in page
+    assert "on worker-3 (rack / host)<br>trainers: &lt;r1&gt; / h0 x4, &lt;r1&gt; / h1 x4" in page
+    assert "<td>Topology</td>" not in render(WorkloadDetails(workload()))
