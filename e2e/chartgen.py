@@ -48,6 +48,9 @@ class Source:
 
 SECURE_METRICS = ".Values.observability.secureMetrics"
 PROMETHEUS_OPERATOR = ".Values.observability.prometheusOperator"
+METRICS_CERT_MANAGER = (
+    f'{SECURE_METRICS} (eq .Values.observability.metricsCertificates "cert-manager")'
+)
 
 SOURCES = [
     Source("roles", ".Values.userRoles.enabled"),
@@ -67,6 +70,8 @@ COMPONENTS = {
     "worker/components/logs": f"and ({SIDE_WORKER}) .Values.worker.managerRemote.logs",
     "manager/components/metrics-secure": f"and ({SIDE_MANAGER}) {SECURE_METRICS}",
     "worker/components/metrics-secure": f"and ({SIDE_WORKER}) {SECURE_METRICS}",
+    "manager/components/metrics-cert-manager": f"and ({SIDE_MANAGER}) {METRICS_CERT_MANAGER}",
+    "worker/components/metrics-cert-manager": f"and ({SIDE_WORKER}) {METRICS_CERT_MANAGER}",
     "manager/components/prometheus": f"and ({SIDE_MANAGER}) {PROMETHEUS_OPERATOR}",
     "worker/components/prometheus": f"and ({SIDE_WORKER}) {PROMETHEUS_OPERATOR}",
 }

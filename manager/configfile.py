@@ -12,18 +12,20 @@ kfed's own settings beside them, and flags still win.
     fairSharing: {enable: true, preemptionStrategies: [LessThanOrEqualToFinalShare]}
     kfed: {failoverPolicy: fast, admissionTimeout: 30s}   # kfed's own, by their flag names
 
-``defaults_from(text)`` turns it into argparse defaults (``dest -> value as the flag's text``),
-so each value is read by the flag's own parser and an explicit flag overrides it. A key kfed
-does not know, or a value of the wrong shape, is a ``ConfigError`` naming it; an upstream key
-kfed has no equivalent for (``clientConnection``, ``waitForPodsReady``, ``webhook``, ...) is
-listed in the warnings it returns, never silently taken.
+``defaults_from(text, parser)`` turns it into the parser's defaults (``dest -> value``), each
+value read as its flag reads its text (type and choices; a switch takes true or false), so an
+explicit flag overrides it. A key kfed does not know, or a value of the wrong shape, is a
+``ConfigError`` naming the key; an upstream key kfed has no equivalent for
+(``clientConnection``, ``waitForPodsReady``, ``webhook``, ...) is listed in the warnings it
+returns, never silently taken.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,12 +59,14 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    defaults: dict[str, str | bool] = field(default_factory=dict)
-    """argparse dest -> the value as its flag would be written (bool for switches)."""
+    defaults: dict[str, Any] = field(default_factory=dict)
+    """argparse dest -> the value as its flag would have set it (as the flag's text when read
+    without a parser)."""
     warnings: list[str] = field(default_factory=list)
 
 
 Converter = Callable[[Any, str], "str | bool"]
+"""Reads a value of the file as the text its flag would be given (bool for switches)."""
 
 
 def _text(value: Any, where: str) -> str:
@@ -127,9 +131,10 @@ UPSTREAM_IGNORED_KEYS = {
 """Keys of the sections above that kfed has no equivalent for (named in a warning)."""
 
 
-def defaults_from(text: str, kfed_flags: Mapping[str, str]) -> Loaded:
-    """Read a configuration file's ``text``. ``kfed_flags``: the camelCase names of kfed's own
-    settings (under ``kfed:``) -> their argparse dest."""
+def defaults_from(text: str, parser: argparse.ArgumentParser | None = None) -> Loaded:
+    """Read a configuration file's ``text`` for ``parser``'s flags; kfed's own settings under
+    ``kfed:`` are its long options in camelCase. Without a parser, upstream's keys are kept as
+    their flags' text and ``kfed:`` is not read (for a reader that needs only upstream's keys)."""
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -141,33 +146,42 @@ def defaults_from(text: str, kfed_flags: Mapping[str, str]) -> Loaded:
             f"expected apiVersion {' or '.join(API_VERSIONS)} and kind {KIND}, got "
             f"{doc.get('apiVersion')!r} and {doc.get('kind')!r}"
         )
-    defaults: dict[str, str | bool] = {}
+    given: dict[str, tuple[str, str | bool]] = {}  # dest -> (where in the file, flag text)
     warnings: list[str] = []
     for key, value in doc.items():
         if key in ("apiVersion", "kind"):
             continue
         if key == "namespace":
-            defaults["namespace"] = _text(value, "namespace")
+            given["namespace"] = ("namespace", _text(value, "namespace"))
         elif key in UPSTREAM:
-            _section(key, value, defaults, warnings)
+            _section(key, value, given, warnings)
         elif key in UPSTREAM_IGNORED:
             warnings.append(f"{key}: Kueue's setting has no equivalent in kfed; ignored")
         elif key == "kfed":
-            _own(value, kfed_flags, defaults)
+            if parser is not None:
+                _own(value, own_flags(parser), given)
         else:
             known = ", ".join(["namespace", *UPSTREAM, "kfed", *UPSTREAM_IGNORED])
             raise ConfigError(f"unknown key {key!r} (known: {known})")
-    return Loaded(defaults, warnings)
+    if parser is None:
+        return Loaded({dest: text for dest, (_, text) in given.items()}, warnings)
+    by_dest = {action.dest: action for action in parser._actions}
+    return Loaded(
+        {dest: as_flag_reads(by_dest[dest], text, where) for dest, (where, text) in given.items()},
+        warnings,
+    )
 
 
-def _section(name: str, value: Any, defaults: dict[str, str | bool], warnings: list[str]) -> None:
+def _section(
+    name: str, value: Any, given: dict[str, tuple[str, str | bool]], warnings: list[str]
+) -> None:
     if not isinstance(value, dict):
         raise ConfigError(f"{name}: expected a mapping, got {value!r}")
     for key, item in value.items():
         where = f"{name}.{key}"
         if key in UPSTREAM[name]:
             dest, read = UPSTREAM[name][key]
-            defaults[dest] = read(item, where)
+            given[dest] = (where, read(item, where))
         elif key in UPSTREAM_IGNORED_KEYS.get(name, set()):
             if not (name == "leaderElection" and key == "leaderElect" and item is True):
                 warnings.append(f"{where}: Kueue's setting has no equivalent in kfed; ignored")
@@ -176,13 +190,72 @@ def _section(name: str, value: Any, defaults: dict[str, str | bool], warnings: l
             raise ConfigError(f"unknown key {where!r} (known in {name}: {known})")
 
 
-def _own(value: Any, kfed_flags: Mapping[str, str], defaults: dict[str, str | bool]) -> None:
+_LISTS: dict[str, Converter] = {
+    dest: read
+    for keys in UPSTREAM.values()
+    for dest, read in keys.values()
+    if read in (_names, _json)
+}
+"""The flags whose text is a list (comma-separated names, or JSON): a YAML list is written so."""
+
+
+def _own(
+    value: Any, flags: dict[str, argparse.Action], given: dict[str, tuple[str, str | bool]]
+) -> None:
     if not isinstance(value, dict):
         raise ConfigError(f"kfed: expected a mapping, got {value!r}")
     for key, item in value.items():
-        if key not in kfed_flags:
-            raise ConfigError(f"unknown key 'kfed.{key}' (known: {', '.join(sorted(kfed_flags))})")
-        defaults[kfed_flags[key]] = _text(item, f"kfed.{key}")
+        where = f"kfed.{key}"
+        if key not in flags:
+            raise ConfigError(f"unknown key {where!r} (known: {', '.join(sorted(flags))})")
+        flag = flags[key]
+        if _is_switch(flag):
+            given[flag.dest] = (where, _switch(item, where))
+        elif isinstance(item, list) and flag.dest in _LISTS:
+            given[flag.dest] = (where, _LISTS[flag.dest](item, where))
+        else:
+            given[flag.dest] = (where, _text(item, where))
+
+
+NOT_IN_FILE = ("help", "config", "kubeconfig")
+"""Flags the file cannot set: what finds the file, and what it would only make less clear."""
+
+
+def own_flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The keys under ``kfed:``: each long option of ``parser`` in camelCase."""
+    return {
+        camel(action.option_strings[0]): action
+        for action in parser._actions
+        if action.option_strings
+        and action.option_strings[0].startswith("--")
+        and action.dest not in NOT_IN_FILE
+    }
+
+
+def _is_switch(flag: argparse.Action) -> bool:
+    return flag.nargs == 0 and (
+        isinstance(flag.const, bool) or isinstance(flag, argparse.BooleanOptionalAction)
+    )
+
+
+def as_flag_reads(flag: argparse.Action, text: str | bool, where: str) -> Any:
+    """The value ``flag`` would have set had it been given ``text`` (``True``/``False``: given
+    or not, for a switch); a value it would refuse is a ``ConfigError`` naming ``where``."""
+    name = flag.option_strings[0]
+    if isinstance(text, bool):
+        if isinstance(flag, argparse.BooleanOptionalAction):
+            return text
+        return flag.const if text else not flag.const
+    if _is_switch(flag):
+        raise ConfigError(f"{where}: {name} is a switch: expected true or false, got {text!r}")
+    try:
+        value = flag.type(text) if callable(flag.type) else text
+    except (TypeError, ValueError, argparse.ArgumentTypeError) as err:
+        raise ConfigError(f"{where}: {text!r} is not a value of {name}: {err}") from None
+    if flag.choices is not None and value not in flag.choices:
+        choices = ", ".join(str(getattr(c, "value", c)) for c in flag.choices)
+        raise ConfigError(f"{where}: {text!r} is not one of {choices} ({name})")
+    return value
 
 
 def camel(flag: str) -> str:

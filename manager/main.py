@@ -190,21 +190,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _apply_config_file(p: argparse.ArgumentParser, argv: list[str] | None) -> list[str]:
-    """Make the ``--config`` file's settings the parser's defaults (each read by its flag's own
-    type, so a wrong value is the flag's usage error), and return its warnings."""
+    """Make the ``--config`` file's settings the parser's defaults (each read as its flag reads
+    its text, so a wrong value is a usage error naming its key), and return its warnings."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", type=Path)
     known, _ = pre.parse_known_args(argv)
     if known.config is None:
         return []
-    own = {
-        configfile.camel(option): action.dest
-        for action in p._actions
-        for option in action.option_strings[:1]
-        if option.startswith("--") and action.dest not in ("help", "config", "kubeconfig")
-    }
     try:
-        loaded = configfile.defaults_from(known.config.read_text(), own)
+        loaded = configfile.defaults_from(known.config.read_text(), p)
     except (OSError, configfile.ConfigError) as err:
         p.error(f"--config {known.config}: {err}")
     p.set_defaults(**loaded.defaults)

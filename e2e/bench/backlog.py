@@ -182,8 +182,10 @@ async def measure(counts: list[int], workers: int) -> Report:
             async def all_pending(expected: int = count) -> bool:
                 return pending_count(controller) >= expected - 1  # one fits the quota
 
+            # A deadline for a loaded machine (the API server created ~8 Jobs/s on one
+            # shared with three test runs); the condition ends the wait as soon as it holds.
             await wait_for(
-                all_pending, timeout=120 + count / 20, what=f"{count} pending", interval=1
+                all_pending, timeout=300 + count / 4, what=f"{count} pending", interval=1
             )
             gc.collect()
             rss = rss_mib()

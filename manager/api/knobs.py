@@ -5,8 +5,9 @@ one declaration its command-line flag, the flag's help, and its key in Kueue's
     lease_duration: float = knob(10.0, "--worker-lease-duration", "seconds ...")
 
 ``add_flags`` adds every declared flag to an ``argparse`` parser (type and choices from the
-field's type, the default from the field); ``from_flags`` builds the dataclass from the parsed
-arguments. A field without ``knob`` has no flag (set by the code that builds the settings).
+field's type, a ``--x/--no-x`` switch for a bool, the default from the field); ``from_flags``
+builds the dataclass from the parsed arguments. A field without ``knob`` has no flag (set by
+the code that builds the settings).
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             options["type"] = kind
             options["choices"] = list(kind)
             options["metavar"] = "{" + ",".join(str(m.value) for m in kind) + "}"
+        elif kind is bool:
+            # a switch both ways (--x / --no-x): a default of True must still be turnable off,
+            # and the config file's ``x: true|false`` reads as one
+            options["action"] = argparse.BooleanOptionalAction
         elif kind in (int, float, str):
             options["type"] = kind
         if k.config:

@@ -356,6 +356,25 @@ def objects_namespace(
     )
 
 
+def namespaced_name(
+    target: Target, key: str, namespace: str | None, *, what: str = "[NAMESPACE/]NAME"
+) -> tuple[str, str]:
+    """The object a command's argument names: ``NAMESPACE/NAME``, or ``NAME`` in -n's
+    namespace (default: the kubeconfig context's, as ``objects_namespace``). A -n that
+    contradicts the argument's namespace is a usage error, never a silent choice."""
+    if "/" not in key:
+        if not key:
+            raise usage_error(f"{key!r} is not {what} (for example light-job or team-a/light-job)")
+        return str(objects_namespace(target, namespace)), key
+    in_key, name = split_key(key, what=what)
+    given = namespace or target.objects_namespace
+    if given and given != in_key:
+        raise usage_error(
+            f"{key} names namespace {in_key}, but -n/--namespace says {given}: give one of them"
+        )
+    return in_key, name
+
+
 # -- durations --------------------------------------------------------------------------------
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h|d)")

@@ -38,8 +38,9 @@ from manager.cli.common import (
     connect_manager,
     connection_options,
     from_kube_error,
+    namespaced_name,
+    objects_namespace_option,
     run,
-    split_key,
     target_of,
     usage_error,
     warn,
@@ -470,8 +471,10 @@ async def follow_logs(remote: RemoteJob, where: Whereabouts, container: str | No
         await asyncio.gather(*streams.values(), return_exceptions=True)
 
 
-async def _logs(target: Target, key: str, follow: bool, container: str | None) -> None:
-    namespace, name = split_key(key)
+async def _logs(
+    target: Target, key: str, namespace: str | None, follow: bool, container: str | None
+) -> None:
+    namespace, name = namespaced_name(target, key, namespace)
     async with await connect_manager(target) as manager:
         workload, _ = await workloadinfo.resolve(manager, namespace, name)
         owner = registry.owner_of(workload)
@@ -499,7 +502,8 @@ async def _logs(target: Target, key: str, follow: bool, container: str | None) -
 
 
 @click.command("logs")
-@click.argument("key", metavar="NAMESPACE/NAME")
+@click.argument("key", metavar="[NAMESPACE/]NAME")
+@objects_namespace_option
 @click.option(
     "--follow", "-f", is_flag=True, help="Stream the logs until the job has ended on its worker."
 )
@@ -510,9 +514,10 @@ async def _logs(target: Target, key: str, follow: bool, container: str | None) -
     metavar="CONTAINER",
     help="Only this container (an init container too); default: every container of each pod.",
 )
-@connection_options()
+@connection_options(legacy_namespace=False)  # -n/--namespace is the job's here
 def command(
     key: str,
+    namespace: str | None,
     follow: bool,
     container: str | None,
     kubeconfig: str | None,
@@ -521,8 +526,9 @@ def command(
 ) -> None:
     """Print the logs of a job's pods from the worker it runs or ran on.
 
-    NAMESPACE/NAME is the job on the manager (a Job, JobSet, TrainJob or RayCluster; or its
-    Workload). kfed finds the worker (status.clusterName), connects to it with the manager's
+    NAME is the job on the manager (a Job, JobSet, TrainJob or RayCluster; or its Workload),
+    in -n/--namespace (default: the kubeconfig context's namespace, else default), or
+    NAMESPACE/NAME. kfed finds the worker (status.clusterName), connects to it with the manager's
     credentials for it (the kubeconfig in its MultiKueueCluster's Secret, in kfed's
     --kfed-namespace: reading it needs that permission on the manager) and prints each
     container's log, every line prefixed with [POD] (or [POD/CONTAINER] when a pod has
@@ -533,6 +539,6 @@ def command(
     \b
     Example:
       kfed logs ml-jobs/light-job
-      kfed logs ml-jobs/heavy-job --follow --container cuda
+      kfed logs heavy-job -n ml-jobs --follow --container cuda
     """
-    run(_logs(target_of(kubeconfig, context, kfed_namespace), key, follow, container))
+    run(_logs(target_of(kubeconfig, context, kfed_namespace), key, namespace, follow, container))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
@@ -14,18 +16,48 @@ from manager.cli.common import (
     connect_manager,
     connection_options,
     console,
+    objects_namespace,
+    objects_namespace_option,
     read_text,
     run,
     target_of,
+    usage_error,
     warn,
 )
 
+Obj = dict[str, Any]
 
-async def _submit(target: Target, path: str, queue: str | None, wait: bool, timeout: float) -> None:
+
+def in_namespace(job: Obj, given: str | None, default: str) -> Obj:
+    """The job in the namespace it is created in, as ``kubectl create -f`` places it: its own
+    ``metadata.namespace``, else -n's (``given``), else ``default`` (the context's); a -n
+    that contradicts the manifest is a usage error."""
+    meta = job.get("metadata") or {}
+    own = meta.get("namespace")
+    if own and given and own != given:
+        raise usage_error(
+            f"{jobfiles.display_name(job)} is in namespace {own}, but -n/--namespace says "
+            f"{given}: remove one of them"
+        )
+    if own:
+        return job
+    return {**job, "metadata": {**meta, "namespace": given or default}}
+
+
+async def _submit(
+    target: Target,
+    path: str,
+    namespace: str | None,
+    queue: str | None,
+    wait: bool,
+    timeout: float,
+) -> None:
     parsed = jobfiles.parse_jobs(read_text(path), "stdin" if path == "-" else path)
+    given = namespace or target.objects_namespace
+    default = str(objects_namespace(target, namespace))
     prepared = []
     for job in parsed:
-        ready, warnings = jobfiles.prepare(job, queue=queue)
+        ready, warnings = jobfiles.prepare(in_namespace(job, given, default), queue=queue)
         for warning in warnings:
             warn(warning)
         prepared.append(ready)
@@ -80,6 +112,7 @@ async def _submit(target: Target, path: str, queue: str | None, wait: bool, time
 
 @click.command("submit")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@objects_namespace_option
 @click.option(
     "--queue",
     "-q",
@@ -104,6 +137,7 @@ async def _submit(target: Target, path: str, queue: str | None, wait: bool, time
 @connection_options(namespace=False)
 def command(
     file: str,
+    namespace: str | None,
     queue: str | None,
     wait: bool,
     timeout: float,
@@ -115,7 +149,9 @@ def command(
     Every YAML document must be a valid job of a kind kfed queues: a batch/v1 Job, a JobSet,
     a Kubeflow TrainJob or a RayCluster (exit 2 otherwise; nothing is created). kfed adds the
     queue label (--queue) and spec.suspend: true, checks that the LocalQueue exists in the
-    job's namespace (metadata.namespace, default "default"), creates the jobs, then shows
+    job's namespace (its metadata.namespace, else -n/--namespace, else the kubeconfig
+    context's namespace, else default; -n contradicting a manifest's is exit 2, as in
+    kubectl), creates the jobs, then shows
     progress until each job's Workload passes the MultiKueue admission check and prints the
     worker it runs on. On timeout it prints why each job still waits (its queue or admission
     check message) and exits 1; the jobs stay queued.
@@ -125,4 +161,4 @@ def command(
       kfed submit heavy-job.yaml --queue gpu-lq
       ml-jobs/heavy-job -> worker-2
     """
-    run(_submit(target_of(kubeconfig, context), file, queue, wait, timeout))
+    run(_submit(target_of(kubeconfig, context), file, namespace, queue, wait, timeout))

@@ -27,17 +27,6 @@ from manager.cli.tables import print_data, table
 from manager.controllers import flags
 
 
-class _AnyKfedKey(dict[str, str]):
-    """The ``kfed:`` keys of a manager's configuration file: whatif reads only
-    ``resources.deviceClassMappings`` and takes the manager's own settings as they are."""
-
-    def __contains__(self, key: object) -> bool:
-        return True
-
-    def __missing__(self, key: str) -> str:
-        return f"kfed.{key}"
-
-
 def device_class_mappings(config: Path | None, given: str | None) -> dra.DeviceClassMappings:
     """The mapping the manager charges devices by, taken as the manager takes it:
     ``--device-class-mappings`` (JSON or @FILE), else the ``--config`` file's
@@ -47,7 +36,7 @@ def device_class_mappings(config: Path | None, given: str | None) -> dra.DeviceC
     if value is None and config is not None:
         where = f"--config {config}"
         try:
-            loaded = configfile.defaults_from(config.read_text(), _AnyKfedKey())
+            loaded = configfile.defaults_from(config.read_text())
         except (OSError, configfile.ConfigError) as err:
             raise usage_error(f"{where}: {err}") from None
         value = str(loaded.defaults.get("device_class_mappings", ""))

@@ -17,10 +17,11 @@ from manager.cli.common import (
     connection_options,
     console,
     namespace_options,
+    namespaced_name,
     objects_namespace,
+    objects_namespace_option,
     output_option,
     run,
-    split_key,
     target_of,
 )
 from manager.cli.tables import print_data, print_names, table, to_plain
@@ -217,8 +218,8 @@ def render_explanation(e: workloadinfo.Explanation) -> Group:
     return Group(*parts)
 
 
-async def _explain(target: Target, key: str, output: str) -> None:
-    namespace, name = split_key(key)
+async def _explain(target: Target, key: str, namespace: str | None, output: str) -> None:
+    namespace, name = namespaced_name(target, key, namespace)
     async with await connect_manager(target) as api:
         workload, job = await workloadinfo.resolve(api, namespace, name)
         if job is None:
@@ -230,13 +231,18 @@ async def _explain(target: Target, key: str, output: str) -> None:
 
 
 @click.command("explain")
-@click.argument("key", metavar="NAMESPACE/NAME")
+@click.argument("key", metavar="[NAMESPACE/]NAME")
+@objects_namespace_option
 @output_option(rows=False)
 @connection_options(namespace=False)
-def explain_command(key: str, output: str, kubeconfig: str | None, context: str | None) -> None:
+def explain_command(
+    key: str, namespace: str | None, output: str, kubeconfig: str | None, context: str | None
+) -> None:
     """Why a workload is pending, or why it runs where it runs.
 
-    NAMESPACE/NAME is a Workload or a Job on the manager (a Job is resolved to its Workload).
+    NAME is a Workload or a Job on the manager (a Job is resolved to its Workload), in
+    -n/--namespace (default: the kubeconfig context's namespace, else default), or
+    NAMESPACE/NAME.
     For a pending workload: the queue's reason (QuotaReserved=False message) or the admission
     check's message. For a placed one: the recorded dispatch decision (annotation
     kfed.io/placement): the chosen cluster, the reason, the scoring rule and every
@@ -245,7 +251,8 @@ def explain_command(key: str, output: str, kubeconfig: str | None, context: str 
     neither exists.
 
     \b
-    Example:
+    Examples:
       kfed explain ml-jobs/heavy-job
+      kfed explain heavy-job -n ml-jobs
     """
-    run(_explain(target_of(kubeconfig, context), key, output))
+    run(_explain(target_of(kubeconfig, context), key, namespace, output))

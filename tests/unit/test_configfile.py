@@ -12,6 +12,7 @@ from manager import main as manager_main
 from manager.federation.settings import DispatchMode, FailoverPolicy
 
 KUBECONFIG = ["--kubeconfig", "/dev/null"]
+RAY = "ray.io/raycluster"
 
 KUEUE = """
 apiVersion: config.kueue.x-k8s.io/v1beta2
@@ -93,7 +94,98 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
 def test_a_wrong_key_or_value_is_a_clear_error(
     tmp_path: Path, text: str, says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert says in refused(tmp_path, text, capsys)
+
+
+def refused(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """The usage error the manager stops with on a file of ``text``."""
     with pytest.raises(SystemExit) as ended:
         parse(tmp_path, text)
     assert ended.value.code == 2
-    assert says in capsys.readouterr().err
+    return capsys.readouterr().err
+
+
+def only_kfed(settings: str) -> str:
+    """A configuration file that sets only ``kfed: {settings}``."""
+    return f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nkfed: {{{settings}}}\n"
+
+
+def own(tmp_path: Path, settings: str, *flags: str) -> object:
+    """The manager's arguments from a file that sets only ``kfed: {settings}``."""
+    return parse(tmp_path, only_kfed(settings), *flags)
+
+
+@pytest.mark.parametrize(
+    ("settings", "dest", "expected"),
+    [
+        ("metricsSecure: true", "metrics_secure", True),
+        ("metricsSecure: false", "metrics_secure", False),
+        ("topologyAwareScheduling: true, fairSharing: true", "fair_sharing", True),
+        ("workerLeaseDuration: 1m30s", "lease_duration", 90.0),
+        ("finishedRetention: 24h", "finished_retention", 86400.0),
+        ("dispatchWorkers: 4", "dispatch_workers", 4),
+        ("eventQps: 2.5", "event_qps", 2.5),
+        ("failoverPolicy: fast", "failover_policy", FailoverPolicy.FAST),
+        ("dispatchMode: all-at-once", "dispatch_mode", DispatchMode.ALL_AT_ONCE),
+        ("logFormat: json", "log_format", "json"),
+        ("integrations: [batch/job, ray.io/raycluster]", "integrations", f"batch/job,{RAY}"),
+        ("integrations: batch/job", "integrations", "batch/job"),
+    ],
+    ids=[
+        "bool true", "bool false", "two bools", "duration", "duration in hours", "int",
+        "float", "enum", "enum by upstream's flag name", "choice", "list", "list as text",
+    ],
+)  # fmt: skip
+def test_each_kind_of_kfed_setting_is_read_as_its_flag_reads_it(
+    tmp_path: Path, settings: str, dest: str, expected: object
+) -> None:
+    assert getattr(own(tmp_path, settings), dest) == expected
+
+
+def test_a_switch_from_the_file_reaches_what_it_turns_on(tmp_path: Path) -> None:
+    args = own(tmp_path, "fairSharing: true, topologyAwareScheduling: true")
+    controllers = args.controller_settings  # type: ignore[attr-defined]
+    assert controllers.fair_sharing is not None
+    assert args.topology_aware_scheduling is True  # type: ignore[attr-defined]
+
+
+def test_a_switch_the_file_turns_on_is_on_whatever_the_flags(tmp_path: Path) -> None:
+    # a store_true flag cannot be given "off" on the command line: the file's true stays
+    assert own(tmp_path, "metricsSecure: true", "--metrics-port", "9").metrics_secure is True  # type: ignore[attr-defined]
+    assert own(tmp_path, "metricsSecure: false", "--metrics-secure").metrics_secure is True  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ("metricsSecure: yes please", "kfed.metricsSecure: expected true or false"),
+        ("metricsSecure: 1", "kfed.metricsSecure: expected true or false"),
+        ("workerLeaseDuration: true", "kfed.workerLeaseDuration: expected a string or a number"),
+        ("workerLeaseDuration: soon", "kfed.workerLeaseDuration: 'soon' is not a value of"),
+        ("dispatchWorkers: 2.5", "kfed.dispatchWorkers: '2.5' is not a value of --dispatch"),
+        ("failoverPolicy: twice", "kfed.failoverPolicy: 'twice' is not a value of --failover"),
+        ("logFormat: xml", "kfed.logFormat: 'xml' is not one of text, json (--log-format)"),
+        ("namespace: [a, b]", "kfed.namespace: expected a string or a number"),
+        ("integrations: [batch/job, 3]", "kfed.integrations: expected a list of names"),
+        ("config: other.yaml", "unknown key 'kfed.config'"),
+    ],
+    ids=[
+        "bool as text", "bool as number", "duration as bool", "not a duration", "int as float",
+        "enum not a member", "choice not a member", "list for a scalar", "list of not names",
+        "the file names itself",
+    ],
+)  # fmt: skip
+def test_a_wrong_kfed_value_is_an_error_naming_its_key(
+    tmp_path: Path, settings: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert says in refused(tmp_path, only_kfed(settings), capsys)
+
+
+def test_an_upstream_value_its_flag_refuses_is_an_error_naming_the_upstream_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = KUEUE.replace("multikueue-dispatcher-incremental", "by-lottery")
+    assert (
+        "multiKueue.dispatcherName: 'kueue.x-k8s.io/by-lottery' is not a value of --dispatch-mode"
+        in refused(tmp_path, text, capsys)
+    )

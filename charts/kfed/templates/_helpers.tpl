@@ -22,6 +22,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.webhook.registerHost (eq .Values.webhook.certificates "cert-manager") }}
 {{- fail "webhook.registerHost: only with webhook.certificates=kfed (with cert-manager the chart registers the webhook by Service)" }}
 {{- end }}
+{{- if not (has .Values.observability.metricsCertificates (list "kfed" "cert-manager")) }}
+{{- fail (printf "observability.metricsCertificates: %q is neither kfed nor cert-manager" .Values.observability.metricsCertificates) }}
+{{- end }}
+{{- if and (eq .Values.observability.metricsCertificates "cert-manager") (not .Values.observability.secureMetrics) }}
+{{- fail "observability.metricsCertificates=cert-manager: the certificate is for the secure metrics endpoint; set observability.secureMetrics=true too" }}
+{{- end }}
 {{- if not (has .Values.worker.mode (list "admit" "fence-only" "no-fencing" "")) }}
 {{- fail (printf "worker.mode: %q is not admit, fence-only or no-fencing" .Values.worker.mode) }}
 {{- end }}
@@ -121,7 +127,15 @@ spec:
       scheme: https
       bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
       tlsConfig:
+        {{- if eq .root.Values.observability.metricsCertificates "cert-manager" }}
+        serverName: {{ .name }}.{{ .root.Release.Namespace }}.svc
+        ca:
+          secret:
+            name: {{ .name }}-metrics-tls
+            key: ca.crt
+        {{- else }}
         insecureSkipVerify: true
+        {{- end }}
       {{- else }}
       scheme: http
       {{- end }}
@@ -175,4 +189,30 @@ annotations:
   emptyDir:
     medium: Memory
     sizeLimit: 16Mi
+{{- end }}
+
+{{/* The metrics certificate cert-manager issues (observability.metricsCertificates), served
+from a mounted Secret: the argument, the mount and the volume (.name: the Deployment's). */}}
+{{- define "kfed.metricsCertManager" -}}
+{{- if and .Values.observability.secureMetrics (eq .Values.observability.metricsCertificates "cert-manager") }}true{{ end -}}
+{{- end }}
+{{- define "kfed.metricsCertArg" -}}
+{{- if include "kfed.metricsCertManager" . }}
+- --metrics-cert-dir=/etc/kfed/metrics-certs
+{{- end }}
+{{- end }}
+{{- define "kfed.metricsCertMount" -}}
+{{- if include "kfed.metricsCertManager" .root }}
+- name: metrics-certs
+  mountPath: /etc/kfed/metrics-certs
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- define "kfed.metricsCertVolume" -}}
+{{- if include "kfed.metricsCertManager" .root }}
+- name: metrics-certs
+  secret:
+    secretName: {{ .name }}-metrics-tls
+    defaultMode: 0440
+{{- end }}
 {{- end }}

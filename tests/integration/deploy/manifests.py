@@ -38,11 +38,13 @@ OVERLAYS = [
     Overlay("manager/overlays/cert-manager", "manager"),
     Overlay("manager/overlays/observability", "manager"),
     Overlay("manager/overlays/prometheus", "manager"),
+    Overlay("manager/overlays/prometheus-cert-manager", "manager"),
     Overlay("worker/overlays/default", "worker"),
     Overlay("worker/overlays/observability", "worker"),
     Overlay("worker/overlays/drills", "worker"),
     Overlay("worker/overlays/logs", "worker"),
     Overlay("worker/overlays/prometheus", "worker"),
+    Overlay("worker/overlays/prometheus-cert-manager", "worker"),
     Overlay("worker/overlays/fence-only", "worker"),
     Overlay("observability", "manager"),
 ]

@@ -52,6 +52,18 @@ AS_OVERLAY: dict[str, tuple[str, ...]] = {
         "--set",
         "observability.secureMetrics=true",
     ),
+    "manager/overlays/prometheus-cert-manager": (
+        *("--set", "webhook.certificates=cert-manager"),
+        *("--set", "observability.prometheusOperator=true"),
+        *("--set", "observability.secureMetrics=true"),
+        *("--set", "observability.metricsCertificates=cert-manager"),
+    ),
+    "worker/overlays/prometheus-cert-manager": (
+        *("--set", "side=worker"),
+        *("--set", "observability.prometheusOperator=true"),
+        *("--set", "observability.secureMetrics=true"),
+        *("--set", "observability.metricsCertificates=cert-manager"),
+    ),
     # Without CRDs and Namespace, as the chart always is (kfed-crds and --create-namespace).
     "worker/overlays/fence-only": ("--set", "side=worker", "--set", "worker.mode=fence-only"),
 }
@@ -239,6 +251,8 @@ def test_manager_config_writes_the_file_the_manager_reads(tmp_path: Path) -> Non
         ("manager.failoverPolicy=twice", "manager.failoverPolicy"),
         ("manager.dispatchMode=random", "manager.dispatchMode"),
         ("webhook.certificates=vault", "webhook.certificates"),
+        ("observability.metricsCertificates=vault", "observability.metricsCertificates"),
+        ("observability.metricsCertificates=cert-manager", "observability.secureMetrics=true"),
     ],
 )
 def test_a_value_kfed_cannot_run_with_fails_the_render_by_name(value: str, named: str) -> None:
@@ -295,3 +309,49 @@ def test_another_release_namespace_reaches_every_object_and_flag(side: str) -> N
     assert namespaces <= {"kfed-system", "kube-system"}, "kube-system: the visibility reader"
     subjects = [s for o in objects for s in o.get("subjects", []) if s["kind"] == "ServiceAccount"]
     assert subjects and {s["namespace"] for s in subjects} == {"kfed-system"}
+
+
+@pytest.mark.parametrize(
+    ("side", "deployment"), [("manager", "kfed-manager"), ("worker", "kfed-worker-shim")]
+)
+def test_a_metrics_certificate_from_cert_manager_is_served_and_verified(
+    side: str, deployment: str
+) -> None:
+    objects = template(
+        *("--namespace", "kfed-system", "--set", f"side={side}"),
+        *("--set", "observability.prometheusOperator=true"),
+        *("--set", "observability.secureMetrics=true"),
+        *("--set", "observability.metricsCertificates=cert-manager"),
+    )
+    service = find(objects, "Service", deployment)["metadata"]
+    certificate = find(objects, "Certificate", f"{deployment}-metrics")["spec"]
+    issuer = find(objects, "Issuer", certificate["issuerRef"]["name"])
+    pod = find(objects, "Deployment", deployment)["spec"]["template"]["spec"]
+    (flag,) = [a for a in container_args(objects, deployment) if a.startswith("--metrics-cert")]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "metrics-certs"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "metrics-certs"]
+    (endpoint,) = find(objects, "ServiceMonitor", deployment)["spec"]["endpoints"]
+
+    assert "--metrics-secure" in container_args(objects, deployment)
+    assert flag == f"--metrics-cert-dir={mount['mountPath']}"
+    assert volume["secret"]["secretName"] == certificate["secretName"]
+    assert f"{service['name']}.{service['namespace']}.svc" in certificate["dnsNames"]
+    assert "server auth" in certificate["usages"]
+    assert issuer["metadata"]["namespace"] == service["namespace"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == {
+        "serverName": f"{service['name']}.{service['namespace']}.svc",
+        "ca": {"secret": {"name": certificate["secretName"], "key": "ca.crt"}},
+    }
+
+
+def test_without_cert_manager_the_metrics_certificate_is_the_process_own() -> None:
+    objects = template(
+        *("--set", "observability.prometheusOperator=true"),
+        *("--set", "observability.secureMetrics=true"),
+    )
+    (endpoint,) = find(objects, "ServiceMonitor", "kfed-manager")["spec"]["endpoints"]
+
+    assert not [o for o in objects if o["kind"] in ("Certificate", "Issuer")]
+    assert not [a for a in container_args(objects, "kfed-manager") if "cert-dir" in a]
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}

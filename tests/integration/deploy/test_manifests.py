@@ -5,10 +5,12 @@ writable /tmp). Rendered by kubectl's kustomize; no cluster needed."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from e2e.local import pki
 from manager import main as manager_main
 from tests.integration.deploy.manifests import (
     OVERLAYS,
@@ -41,6 +43,25 @@ def kfed_deployments(objects: list[Obj]) -> list[Obj]:
     return [d for d in deployments if d["metadata"]["name"] in KFED_DEPLOYMENTS]
 
 
+def with_mounted_certificates(pod: Obj, args: list[str], tmp_path: Path) -> list[str]:
+    """``args`` as the process reads them in its Pod: ``--metrics-cert-dir`` names the mount
+    of a Secret volume (checked here), whose pair cert-manager has written by then (a Pod
+    waits for its Secret volume); a pair of a test CA stands in for it."""
+    (container,) = pod["containers"]
+    secrets = {v["name"] for v in pod["volumes"] if "secret" in v}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    cert_dir = flag(args, "--metrics-cert-dir")
+    if cert_dir is None:
+        return args
+    assert mounts.get(cert_dir) in secrets, f"--metrics-cert-dir={cert_dir} mounts no Secret"
+    pki.CertificateAuthority("test").issue("metrics", server_hosts=("localhost",)).write(
+        tmp_path, "tls"
+    )
+    return [
+        f"--metrics-cert-dir={tmp_path}" if a.startswith("--metrics-cert-dir=") else a for a in args
+    ]
+
+
 def flag(args: list[str], name: str) -> str | None:
     for arg in args:
         if arg.startswith(f"{name}="):
@@ -50,7 +71,7 @@ def flag(args: list[str], name: str) -> str | None:
 
 @pytest.mark.parametrize("layer", WITH_KFED, ids=[o.path for o in WITH_KFED])
 def test_kfed_pods_run_the_image_as_its_non_root_user_and_parse_their_arguments(
-    layer: Overlay,
+    layer: Overlay, tmp_path: Path
 ) -> None:
     objects = render(layer.directory)
     deployments = kfed_deployments(objects)
@@ -60,7 +81,7 @@ def test_kfed_pods_run_the_image_as_its_non_root_user_and_parse_their_arguments(
         name = deployment["metadata"]["name"]
         pod = deployment["spec"]["template"]["spec"]
         (container,) = pod["containers"]
-        args = KFED_DEPLOYMENTS[name](container["args"])
+        args = KFED_DEPLOYMENTS[name](with_mounted_certificates(pod, container["args"], tmp_path))
         assert args.kubeconfig is None, "in a Pod: its ServiceAccount"
         assert args.namespace == deployment["metadata"]["namespace"] == "kueue-system"
         assert pod["serviceAccountName"] in {

@@ -39,7 +39,7 @@ def _args(bed: Bed, *args: str) -> list[str]:
         *args,
         "--kubeconfig",
         str(bed.fed.kubeconfig("manager")),
-        "--namespace",
+        "--kfed-namespace",
         NAMESPACE,
     ]
 

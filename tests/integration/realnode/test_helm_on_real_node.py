@@ -3,8 +3,9 @@ Helm (built by e2e/binaries/build-helm.sh). ``helm install`` of charts/kfed-crds
 clusters, then of charts/kfed as the worker side on worker-1 and the manager side on the
 manager (the test bed's values, charts/kfed/testbed: the same objects as deploy/*/overlays/
 testbed); the article's jobs complete; ``helm upgrade`` of the manager to a changed value
-rolls its Pod while a job runs, and that job runs once and completes; ``helm uninstall`` of
-every release leaves every CRD and every Kueue object in place.
+rolls its Pod while a job runs, and that job runs once and completes; ``helm uninstall --wait``
+of every release returns, and leaves every CRD and every Kueue object in place, and of kfed's
+ClusterRoles only the two aggregated roles it keeps.
 """
 
 from __future__ import annotations
@@ -89,6 +90,14 @@ def pods_of(cluster: LocalCluster, app: str) -> list[object]:
     selector = f"app.kubernetes.io/name={app}"
     items: list[object] = get(cluster, "pods", "-n", NAMESPACE, "-l", selector)["items"]
     return items
+
+
+KEPT_ROLES = {"kfed-batch-admin-role", "kfed-batch-user-role"}
+"""The aggregated roles for people, which helm uninstall keeps (deploy/roles/user-roles.yaml)."""
+
+
+def cluster_role_names(cluster: LocalCluster) -> set[str]:
+    return {c["metadata"]["name"] for c in get(cluster, "clusterroles")["items"]}
 
 
 def crd_names(cluster: LocalCluster) -> set[str]:
@@ -191,12 +200,27 @@ def test_helm_installs_both_sides_upgrades_without_losing_a_workload_and_uninsta
     kept = {}
     for local in (manager, worker):
         kept[local.name] = kueue_objects(local)
-        helm(local, "uninstall", "kfed", "--namespace", NAMESPACE)
+        # --wait returns once every deleted object is gone: the two aggregated ClusterRoles
+        # are kept by the chart (helm.sh/resource-policy), since the clusterrole-aggregation
+        # controller re-created them as soon as their members went and --wait then waited on
+        # them for its whole timeout (deploy/roles/user-roles.yaml says why).
+        manifest = helm(local, "get", "manifest", "kfed", "--namespace", NAMESPACE)
+        released = {
+            o["metadata"]["name"]
+            for o in yaml.safe_load_all(manifest)
+            if o and o["kind"] == "ClusterRole"
+        }
+        started = time.monotonic()
+        helm(local, "uninstall", "kfed", "--namespace", NAMESPACE, "--wait", "--timeout", "120s")
+        timings[f"{local.name}: helm uninstall --wait"] = time.monotonic() - started
         app = "kfed-manager" if local is manager else "kfed-worker-shim"
         wait_for_sync(
             lambda c=local, a=app: not pods_of(c, a),  # type: ignore[misc]
             timeout=180, what=f"{app}'s Pods gone after helm uninstall", interval=0.5,
         )  # fmt: skip
+        left = cluster_role_names(local) & released
+        assert left == KEPT_ROLES, f"left by helm uninstall: {sorted(left)}"
+        local.kubectl("delete", "clusterrole", *sorted(KEPT_ROLES))  # docs/install.md
         helm(local, "uninstall", "kfed-crds")
         assert json.loads(helm(local, "list", "-A", "-o", "json")) == []
         assert crd_names(local) == ours

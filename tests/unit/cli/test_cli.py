@@ -175,10 +175,10 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     assert "cannot read" in _one_error_line(stderr)
 
 
-def test_explain_wants_namespace_and_name() -> None:
-    code, _, stderr = _invoke("explain", "just-a-name")
+def test_explain_wants_one_name_perhaps_in_its_namespace() -> None:
+    code, _, stderr = _invoke("explain", "ml-jobs/heavy-job/again")
     assert code == EXIT_USAGE
-    assert "NAMESPACE/NAME" in _one_error_line(stderr)
+    assert "[NAMESPACE/]NAME" in _one_error_line(stderr)
     assert split_key("ml-jobs/heavy-job") == ("ml-jobs", "heavy-job")
 
 

@@ -20,6 +20,11 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 DASHBOARD = DEPLOY / "observability" / "grafana" / "kfed-dashboard.json"
 RULES = sorted(DEPLOY.glob("*/components/prometheus/prometheusrule.yaml"))
 
+FROM_KUBE_STATE_METRICS = {"kube_pod_container_resource_limits"}
+"""What the memory alerts compare kfed's RSS with: the container's limit, as kube-state-metrics
+(part of kube-prometheus-stack, which the PrometheusRules are labelled for) serves it; no
+kfed process can serve it."""
+
 KEYWORDS = {
     *("and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right"),
     *("bool", "offset", "atan2", "inf", "nan"),
@@ -110,4 +115,6 @@ def test_every_metric_an_alert_uses_is_served(alert: str, expr: str) -> None:
     names = metric_names(expr)
 
     assert names, f"{alert}: no metric in {expr}"
-    assert names <= served_names(), f"{alert}: not served: {sorted(names - served_names())}"
+    assert names - FROM_KUBE_STATE_METRICS, f"{alert}: no metric of kfed's in {expr}"
+    not_served = names - served_names() - FROM_KUBE_STATE_METRICS
+    assert not not_served, f"{alert}: not served: {sorted(not_served)}"

@@ -149,7 +149,7 @@ def test_the_dra_example_is_valid_and_its_two_mappings_are_one() -> None:
         covered = objs["ClusterQueue", "dra-cq"]["spec"]["resourceGroups"][0]["coveredResources"]
         assert "example.com/gpu" in covered
     from_json = flags.device_class_mappings(f"@{examples.DRA / 'device-class-mappings.json'}")
-    loaded = configfile.defaults_from((examples.DRA / "manager-config.yaml").read_text(), {})
+    loaded = configfile.defaults_from((examples.DRA / "manager-config.yaml").read_text())
     from_config = flags.device_class_mappings(str(loaded.defaults["device_class_mappings"]))
     assert from_json == from_config
     assert from_json.resource_for("h100.example.com") == "example.com/gpu"

@@ -3,10 +3,12 @@ flag, default, help and Kueue Configuration key come from that declaration."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 import pytest
 
+from manager import configfile
 from manager import main as manager_main
 from manager.api import knobs
 from manager.federation.settings import DispatchMode, FailoverPolicy, FederationSettings
@@ -83,3 +85,33 @@ def test_kueues_configuration_keys_are_named_in_the_help() -> None:
         "multiKueue.gcInterval",
         "multiKueue.workerLostTimeout",
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class _WithSwitches:
+    on_by_default: bool = knobs.knob(True, "--on-by-default", "a switch that starts on")
+    off_by_default: bool = knobs.knob(False, "--off-by-default", "a switch that starts off")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], _WithSwitches()),
+        (["--no-on-by-default", "--off-by-default"], _WithSwitches(False, True)),
+        (["--on-by-default", "--no-off-by-default"], _WithSwitches(True, False)),
+    ],
+)
+def test_a_bool_setting_is_a_switch_both_ways(argv: list[str], expected: _WithSwitches) -> None:
+    parser = argparse.ArgumentParser()
+    knobs.add_flags(parser, _WithSwitches)
+    assert knobs.from_flags(_WithSwitches, parser.parse_args(argv)) == expected
+
+
+def test_a_bool_setting_is_read_from_the_config_file_as_true_or_false() -> None:
+    parser = argparse.ArgumentParser()
+    knobs.add_flags(parser, _WithSwitches)
+    text = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+    loaded = configfile.defaults_from(text + "kfed: {onByDefault: false}\n", parser)
+    assert loaded.defaults == {"on_by_default": False}
+    with pytest.raises(configfile.ConfigError, match=r"kfed\.offByDefault: expected true or false"):
+        configfile.defaults_from(text + "kfed: {offByDefault: 'on'}\n", parser)
