@@ -109,10 +109,18 @@ class ModeResult:
         return self.measured_seconds / self.idle_seconds if self.idle_seconds > 0 else 0.0
 
     def net_per_workload(self, cluster: str, *, writes_only: bool = False) -> float:
-        """``per_workload`` less what the API server served at rest over as long."""
-        idle = _count(self.idle_requests.get(cluster, {}), writes_only=writes_only)
-        background = idle * self.background_scale / self.workloads if self.workloads else 0.0
-        return max(0.0, self.per_workload(cluster, writes_only=writes_only) - background)
+        """``per_workload`` less what the API server served at rest over as long; reads
+        and writes each net of their own background, so writes never exceed the whole."""
+        if not self.workloads:
+            return 0.0
+        counts, idle = self.requests.get(cluster, {}), self.idle_requests.get(cluster, {})
+        writes, idle_writes = _count(counts, writes_only=True), _count(idle, writes_only=True)
+        net = max(0.0, writes - idle_writes * self.background_scale)
+        if not writes_only:
+            reads = _count(counts, writes_only=False) - writes
+            idle_reads = _count(idle, writes_only=False) - idle_writes
+            net += max(0.0, reads - idle_reads * self.background_scale)
+        return net / self.workloads
 
     def net_cpu_seconds(self, process: str) -> float:
         """A process's CPU over the measured window less what it spent at rest over as long."""

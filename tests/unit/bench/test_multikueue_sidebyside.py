@@ -250,6 +250,13 @@ def test_requests_and_cpu_are_net_of_the_background_at_rest() -> None:
     slow.idle_cpu = {"kfed manager": 0.05, "etcd manager": 0.02}
     found = sidebyside.figures(slow)
     assert found["API requests / workload, manager"] == pytest.approx(3.0)
+    # Reads and writes are each net of their own background: a quiet window's writes can
+    # never come out above all its requests.
+    slow.idle_requests = {"manager": {"GET leases": 1, "PUT leases": 10}}
+    writes = sidebyside.figures(slow)["writes / workload, manager"]
+    assert writes == pytest.approx(1.0)
+    assert sidebyside.figures(slow)["API requests / workload, manager"] == pytest.approx(1.8)
+    slow.idle_requests = {"manager": {"GET leases": 5}}
     assert found["writes / workload, manager"] == pytest.approx(3.0)
     assert found["CPU ms / workload, controller manager"] == pytest.approx(10.0)
     # Never below nothing, however busy the rest was.
