@@ -288,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         if theirs:
             comparison = sidebyside.compare(kfed, theirs[0])
             rendered += "\n" + sidebyside.render(comparison)
+            rendered += "\n\nin Markdown:\n\n" + sidebyside.markdown(comparison) + "\n"
             data["side_by_side"] = comparison.to_json()
             if args.plot is not None:
                 sidebyside.plot(comparison, args.plot)

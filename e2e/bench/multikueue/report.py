@@ -156,6 +156,11 @@ def render(report: Report) -> str:
             + " ".join(f"{x:.2f}" for x in m.load_average_before)
             + " / "
             + " ".join(f"{x:.2f}" for x in m.load_average_after)
+            + (
+                f" (after waiting {m.settle_seconds:.0f} s for it to fall)"
+                if m.settle_seconds
+                else ""
+            )
         )
         for job, story in list(m.stories.items())[:1]:
             lines.append(f"  the manager's writes of {job}'s Workload, as seen on the watch:")

@@ -209,6 +209,23 @@ def render(comparison: Comparison) -> str:
     return "\n".join(lines)
 
 
+def markdown(comparison: Comparison) -> str:
+    """The same table in Markdown, as docs/performance.md shows it: ratios in bold."""
+    kfed = [r for r in comparison.runs if r != comparison.baseline]
+    head = ["figure", *comparison.runs, *(f"{r} / upstream" for r in kfed)]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|---|" + "---:|" * (len(head) - 1),
+    ]
+    for row in comparison.rows:
+        values = [
+            "-" if row.values[r] is None else f"{row.values[r]:,.1f}" for r in comparison.runs
+        ]
+        ratios = ["-" if row.ratios[r] is None else f"**{row.ratios[r]:.2f}**" for r in kfed]
+        lines.append("| " + " | ".join([row.figure, *values, *ratios]) + " |")
+    return "\n".join(lines)
+
+
 def plot(comparison: Comparison, path: Path) -> None:
     """The headline ratios as horizontal bars on a log scale, one colour per kfed run."""
     import matplotlib

@@ -169,6 +169,16 @@ def test_the_report_prints_each_run_and_the_ratios_and_marks_an_incomplete_run()
     assert "all-at-once: complete; waited 20 s" in text
 
 
+def test_the_markdown_table_has_a_row_per_figure_and_the_ratios_in_bold() -> None:
+    comparison = sidebyside.compare([KFED], UPSTREAM)
+    lines = sidebyside.markdown(comparison).splitlines()
+    assert lines[0] == f"| figure | all-at-once | {upstream.MODE} | all-at-once / upstream |"
+    assert lines[1] == "|---|---:|---:|---:|"
+    assert "| workloads/s | 20.0 | 2.0 | **10.00** |" in lines
+    assert "| admission P95 (ms) | 2,000.0 | 8,000.0 | **0.25** |" in lines
+    assert len(lines) == 2 + len(comparison.rows)
+
+
 def test_the_json_keeps_every_row_rounded() -> None:
     data: dict[str, Any] = sidebyside.compare([KFED], UPSTREAM).to_json()
     assert data["baseline"] == upstream.MODE
