@@ -4,6 +4,7 @@
         [--mode capacity|allatonce|incremental ...] [--creators C] [--json FILE]
         [--against-upstream [--upstream-client-qps Q] [--plot FILE.png]]
         [--settle-load L] [--settle-patience S] [--idle-seconds I]
+    .venv/bin/python -m e2e.bench.multikueue --from-json FILE [--plot FILE.png]
 
 Upstream's gate (``test/performance/multikueue``, baseline): 1 manager + 3 workers, 1,000
 suspended ``batch/v1`` Jobs of ``cpu: 1m`` from one generator, AllAtOnce; throughput is
@@ -149,6 +150,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--json", type=Path, help="also write the JSON report to this file")
     p.add_argument("--plot", type=Path, help="with --against-upstream: the ratios as a PNG")
+    p.add_argument(
+        "--from-json",
+        type=Path,
+        metavar="FILE",
+        help="run nothing: print the side-by-side of a saved --against-upstream report again "
+        "(and --plot it)",
+    )
     p.add_argument("--logs", type=Path, help="copy kfed's process logs into this directory")
     args = p.parse_args(argv)
     args.shim_flag = []
@@ -159,7 +167,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.modes = list(dict.fromkeys(MODE_NAMES[m] for m in modes))
     if args.against_upstream:
         args.modes.append(upstream.MODE)
-    elif args.plot is not None:
+    elif args.plot is not None and args.from_json is None:
         p.error("--plot draws the side-by side comparison: it needs --against-upstream")
     if args.settle_patience is None:
         args.settle_patience = 180.0 if args.against_upstream else 0.0
@@ -238,8 +246,24 @@ def measured(bed: Bed, mode: str, args: argparse.Namespace) -> Coroutine[Any, An
     return run.run_mode(bed, mode, extra=args.manager_flag, profile_dir=args.profile, **common)
 
 
+def redraw(path: Path, plot: Path | None) -> int:
+    """The side-by-side of a saved report, printed (and plotted) again."""
+    data = json.loads(path.read_text())
+    if "side_by_side" not in data:
+        print(f"{path}: no side_by_side in it (a report of --against-upstream has one)")
+        return 2
+    comparison = sidebyside.Comparison.from_json(data["side_by_side"])
+    print(sidebyside.render(comparison))
+    print("\nin Markdown:\n\n" + sidebyside.markdown(comparison))
+    if plot is not None:
+        sidebyside.plot(comparison, plot)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json is not None:
+        return redraw(args.from_json, args.plot)
     out = report.Report(settings=settings_of(args))
     started = time.monotonic()
     print(

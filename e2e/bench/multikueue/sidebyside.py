@@ -133,6 +133,17 @@ class Comparison:
     def row(self, figure: str) -> Row | None:
         return next((r for r in self.rows if r.figure == figure), None)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Comparison:
+        """Back from ``to_json`` (a saved report's ``side_by_side``), to draw it again."""
+        out = cls(baseline=data["baseline"], runs=list(data["runs"]))
+        out.rows = [Row(r["figure"], dict(r["values"]), dict(r["ratios"])) for r in data["rows"]]
+        out.complete = dict(data["complete"])
+        out.settle_seconds = dict(data["settle_seconds"])
+        out.load_before = dict(data["load_average_before"])
+        out.idle_seconds = dict(data["idle_seconds"])
+        return out
+
     def to_json(self) -> dict[str, Any]:
         def rounded(value: float | None) -> float | None:
             return None if value is None else round(value, 3)

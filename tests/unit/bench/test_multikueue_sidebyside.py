@@ -4,13 +4,14 @@ kfed / upstream."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from e2e.bench.multikueue import sidebyside, upstream
-from e2e.bench.multikueue.__main__ import parse_args
+from e2e.bench.multikueue.__main__ import main, parse_args
 from e2e.bench.multikueue.recorder import Durations
 from e2e.bench.multikueue.run import ModeResult, ProcessFigures
 from e2e.local.cluster import LocalCluster
@@ -186,6 +187,20 @@ def test_the_json_keeps_every_row_rounded() -> None:
     assert rows["workloads/s"]["ratios"] == {"all-at-once": 10.0}
     assert rows["admission P95 (ms)"]["values"] == {"all-at-once": 2000.0, upstream.MODE: 8000.0}
     assert data["complete"] == {"all-at-once": True, upstream.MODE: True}
+
+
+def test_a_saved_comparison_is_drawn_again_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    comparison = sidebyside.compare([KFED], UPSTREAM)
+    again = sidebyside.Comparison.from_json(json.loads(json.dumps(comparison.to_json())))
+    assert sidebyside.render(again) == sidebyside.render(comparison)
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps({"modes": [], "side_by_side": comparison.to_json()}))
+    assert main(["--from-json", str(saved)]) == 0
+    assert sidebyside.markdown(comparison) in capsys.readouterr().out
+    saved.write_text(json.dumps({"modes": []}))
+    assert main(["--from-json", str(saved)]) == 2
 
 
 def test_the_plot_draws_the_headline_ratios(tmp_path: Path) -> None:
