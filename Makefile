@@ -95,6 +95,7 @@ bench-federation: $(STAMP) binaries
 	$(BIN)/python -m e2e.bench.federation $(BENCH_ARGS)
 
 ## bench-multikueue: upstream's MultiKueue gate shape (1,000 Jobs, 3 workers; capacity-aware and AllAtOnce), ~5 min
+##   BENCH_ARGS="--against-upstream": then upstream Kueue (built by `binaries`) in the same shape, side by side, ~30 min
 bench-multikueue: $(BENCH_STAMP) binaries
 	$(BIN)/python -m e2e.bench.multikueue $(BENCH_ARGS)
 

@@ -26,6 +26,7 @@ from e2e import binaries
 from e2e.bench import procstats
 from e2e.bench.federation import apirequests, processes, topology
 from e2e.bench.federation.topology import Applied, Topology
+from e2e.local.cluster import LocalCluster
 from e2e.local.crds import install_crds
 from e2e.local.federation import MANAGER, LocalFederation, worker_names
 from e2e.local.process import ManagedProcess
@@ -69,16 +70,19 @@ class Bed:
         name: str = "bench-federation",
         operators: tuple[str, ...] = (),
         full: bool = True,
+        crds: Callable[[LocalCluster], None] = install_crds,
     ) -> None:
         """``full``: every cluster with controller-manager, scheduler and kwok nodes (the
         Jobs run); else lite control planes, etcd and kube-apiserver only (nothing runs:
-        enough where only admission is measured)."""
+        enough where only admission is measured). ``crds`` installs the API on each cluster
+        (kfed's; upstream Kueue's where upstream's controllers run instead)."""
         if worker_names(len(topo.workers)) != topo.workers:
             raise ValueError(
                 f"the topology must name its workers {worker_names(len(topo.workers))}, "
                 f"as e2e.local does; it names {topo.workers}"
             )
         self.topology = topo
+        self._install_crds = crds
         self.root = Path(tempfile.mkdtemp(prefix="kfed-bench-fed-"))
         self.logs = self.root / "kfed-logs"
         nodes = self.root / "nodes.yaml"
@@ -110,7 +114,7 @@ class Bed:
         binaries.path_of("kube-apiserver")  # a clear error when the binaries are not built
         seconds = self.fed.up(progress=True)
         for cluster in self.fed:
-            install_crds(cluster)
+            self._install_crds(cluster)
         for worker in self.fed.workers:
             self.proxies[worker.name] = CuttableProxy(worker.ports.apiserver).start()
         return seconds

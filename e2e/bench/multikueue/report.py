@@ -108,7 +108,7 @@ def _events_line(mode: ModeResult) -> str:
 
 
 def render(report: Report) -> str:
-    lines = ["", "MultiKueue benchmark (upstream's baseline shape on kfed)", ""]
+    lines = ["", "MultiKueue benchmark (upstream's baseline shape)", ""]
     header = (
         f"{'mode':<15} {'admitted':>9} {'wl/s':>6} {'gen s':>6} {'total s':>7} "
         f"{'QR p50/p95 ms':>15} {'adm p50/p95/p99 ms':>22} {'disp p50/p95':>13} {'gaps':>4}"
@@ -146,7 +146,7 @@ def render(report: Report) -> str:
             lines.append(
                 f"  ceiling: {writes_per_workload(m):.1f} writes/workload across the clusters at "
                 f"{report.ceiling.writes_per_second:.0f} writes/s = {limit:.0f} workloads/s; "
-                f"kfed reached {100 * m.throughput / limit:.0f} %"
+                f"the run reached {100 * m.throughput / limit:.0f} %"
             )
         lines.append("  process          CPU s   peak RSS MiB")
         for name, p in m.processes.items():
@@ -156,6 +156,11 @@ def render(report: Report) -> str:
             + " ".join(f"{x:.2f}" for x in m.load_average_before)
             + " / "
             + " ".join(f"{x:.2f}" for x in m.load_average_after)
+            + (
+                f" (after waiting {m.settle_seconds:.0f} s for it to fall)"
+                if m.settle_seconds
+                else ""
+            )
         )
         for job, story in list(m.stories.items())[:1]:
             lines.append(f"  the manager's writes of {job}'s Workload, as seen on the watch:")

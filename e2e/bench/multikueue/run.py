@@ -27,6 +27,8 @@ from e2e.bench.federation.topology import CHECK
 from e2e.bench.multikueue import profile as profiling
 from e2e.bench.multikueue import shape
 from e2e.bench.multikueue.recorder import AdmissionRecorder, Durations
+from e2e.bench.scheduler.compare import settle
+from e2e.local import upstream_kueue
 from e2e.local.federation import MANAGER
 from manager.controllers import workloadstatus as ws
 from manager.kube import errors
@@ -69,6 +71,17 @@ class ModeResult:
     """cluster -> ``VERB resource`` -> requests in the measured window."""
     failed_requests: dict[str, dict[str, int]] = field(default_factory=dict)
     processes: dict[str, ProcessFigures] = field(default_factory=dict)
+    settle_seconds: float = 0.0
+    """How long the run waited for the load average to fall before it started."""
+    idle_seconds: float = 0.0
+    """The idle window before the Jobs (0: none measured)."""
+    idle_cpu: dict[str, float] = field(default_factory=dict)
+    """Process -> CPU seconds over the idle window."""
+    idle_requests: dict[str, dict[str, int]] = field(default_factory=dict)
+    """cluster -> ``VERB resource`` -> requests over the idle window."""
+    measured_seconds: float = 0.0
+    """The measured window: the counters read before the first create to after the last
+    admission."""
     load_average_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
     load_average_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
     create_errors: list[str] = field(default_factory=list)
@@ -87,11 +100,32 @@ class ModeResult:
         return self.error is None and self.admitted == self.workloads
 
     def per_workload(self, cluster: str, *, writes_only: bool = False) -> float:
-        counts = self.requests.get(cluster, {})
-        picked = [
-            n for key, n in counts.items() if not writes_only or key.split(" ", 1)[0] in WRITE_VERBS
-        ]
-        return sum(picked) / self.workloads if self.workloads else 0.0
+        counted = _count(self.requests.get(cluster, {}), writes_only=writes_only)
+        return counted / self.workloads if self.workloads else 0.0
+
+    @property
+    def background_scale(self) -> float:
+        """The measured window's length over the idle window's (0: no idle window)."""
+        return self.measured_seconds / self.idle_seconds if self.idle_seconds > 0 else 0.0
+
+    def net_per_workload(self, cluster: str, *, writes_only: bool = False) -> float:
+        """``per_workload`` less what the API server served at rest over as long; reads
+        and writes each net of their own background, so writes never exceed the whole."""
+        if not self.workloads:
+            return 0.0
+        counts, idle = self.requests.get(cluster, {}), self.idle_requests.get(cluster, {})
+        writes, idle_writes = _count(counts, writes_only=True), _count(idle, writes_only=True)
+        net = max(0.0, writes - idle_writes * self.background_scale)
+        if not writes_only:
+            reads = _count(counts, writes_only=False) - writes
+            idle_reads = _count(idle, writes_only=False) - idle_writes
+            net += max(0.0, reads - idle_reads * self.background_scale)
+        return net / self.workloads
+
+    def net_cpu_seconds(self, process: str) -> float:
+        """A process's CPU over the measured window less what it spent at rest over as long."""
+        spent = self.processes[process].cpu_seconds
+        return max(0.0, spent - self.idle_cpu.get(process, 0.0) * self.background_scale)
 
     def event_writes(self, cluster: str) -> int:
         """Kubernetes Events written on ``cluster`` (created, or a repeat's count patched)."""
@@ -103,14 +137,26 @@ class ModeResult:
         )
 
     def writes(self, cluster: str) -> int:
-        counts = self.requests.get(cluster, {})
-        return sum(n for key, n in counts.items() if key.split(" ", 1)[0] in WRITE_VERBS)
+        return _count(self.requests.get(cluster, {}), writes_only=True)
 
 
-WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION"})
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"})
+"""``APPLY``: a server-side apply, as the API server counts it (upstream Kueue writes its
+Workloads' status so)."""
 
 
-def _processes(bed: Bed, manager: Any) -> dict[str, int]:
+def _count(counts: dict[str, int], *, writes_only: bool) -> int:
+    """Requests of ``VERB resource`` counts, or the writes alone."""
+    return sum(
+        n for key, n in counts.items() if not writes_only or key.split(" ", 1)[0] in WRITE_VERBS
+    )
+
+
+UPSTREAM_KUEUE = "upstream kueue"
+"""Upstream Kueue's process on a cluster, named ``upstream kueue <cluster>``."""
+
+
+def processes_of(bed: Bed, manager: Any) -> dict[str, int]:
     """Name -> pid of every process whose cost the report shows."""
     pids: dict[str, int] = {}
     if manager is not None and manager.pid is not None:
@@ -120,8 +166,12 @@ def _processes(bed: Bed, manager: Any) -> dict[str, int]:
             pids[f"kfed shim {worker}"] = shim.pid
     for cluster in bed.fed:
         for role, proc in sorted(cluster.processes.items()):
-            if proc.pid is not None and role in ("kube-apiserver", "etcd"):
+            if proc.pid is None:
+                continue
+            if role in ("kube-apiserver", "etcd"):
                 pids[f"{role} {cluster.name}"] = proc.pid
+            elif role == upstream_kueue.ROLE:
+                pids[f"{UPSTREAM_KUEUE} {cluster.name}"] = proc.pid
     pids["benchmark (this process)"] = os.getpid()
     return pids
 
@@ -176,6 +226,35 @@ async def _wait_admitted(
     raise TimeoutError(f"{rec.admitted()}/{count} admitted by the deadline")
 
 
+@dataclass
+class Controllers:
+    """What the measured window needs of the controllers under test, whoever's they are."""
+
+    pids: dict[str, int]
+    """Name -> pid of every process whose cost the report shows."""
+    alive: Callable[[], bool]
+    """False once the federating manager has exited (nothing restarts it here)."""
+    last_words: Callable[[], str]
+    """The manager's log tail, for a run it ended by exiting."""
+    profile_pid: int | None = None
+    """The process py-spy samples with ``--profile`` (kfed's manager)."""
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """Each run starts once the 1-minute load average is below ``load`` or ``patience``
+    seconds have passed (0: at once), so that one run's tail does not load the next; then
+    ``idle`` seconds with nothing submitted measure what every process spends and every
+    API server serves at rest (the background a longer run pays for longer)."""
+
+    load: float = 1.5
+    patience: float = 0.0
+    idle: float = 0.0
+
+
+NO_WAIT = Quiet()
+
+
 async def run_mode(
     bed: Bed,
     mode: str,
@@ -185,9 +264,11 @@ async def run_mode(
     timeout: float,
     extra: Sequence[str] = (),
     profile_dir: Path | None = None,
+    quiet: Quiet = NO_WAIT,
 ) -> ModeResult:
-    """The bed is up; configures it, runs ``mode`` and returns what was measured (also
-    when it failed part way: ``error`` says how)."""
+    """The bed is up; configures it with kfed's manager in ``mode`` and its shims, runs the
+    generator and returns what was measured (also when it failed part way: ``error`` says
+    how)."""
     result = ModeResult(mode=mode, workloads=count, creators=creators)
     namespace = shape.namespace_of(mode)
     await bed.connect()
@@ -202,49 +283,100 @@ async def run_mode(
         port = await processes.listening_port(manager)
         await processes.wait_manager_ready(manager, port, bed.workers, fencing=False)
         await bed.wait_unfenced()
-        rec = AdmissionRecorder(CHECK)
-        watch = Informer(bed.manager, R.WORKLOADS, namespace=namespace)
-        watch.subscribe(lambda e: rec.manager_event(e.obj, time.monotonic()))
-        task = asyncio.create_task(watch.run(), name="mk-watch")
-        try:
-            await asyncio.wait_for(watch.synced.wait(), 60)
-            pids = _processes(bed, manager)
-            before = await bed.api_requests()
-            cpu_before = _cpu(pids)
-            result.load_average_before = os.getloadavg()
-            sampler = None
-            if profile_dir is not None and manager.pid is not None:
-                sampler = profiling.Sampler(manager.pid, profile_dir / f"manager-{mode}.txt")
-            say(f"-- {mode}: creating {count} Jobs with {creators} generator(s)")
-            started = time.monotonic()
-            result.generation_seconds = await _generate(bed, namespace, mode, count, creators, rec)
-            say(f"   created in {result.generation_seconds:.1f}s")
-            try:
-                await _wait_admitted(
-                    rec, count, deadline=started + timeout, manager_alive=lambda: manager.alive
-                )
-            except TimeoutError as err:
-                result.error = str(err)
-                result.stuck = [_state_of(o) for o in watch.items() if not ws.is_admitted(o)]
-            cpu_after = _cpu(pids)
-            result.load_average_after = os.getloadavg()
-            if sampler is not None:
-                sampler.stop()
-                _profiled(result, sampler.output)
-            after = await bed.api_requests()
-            result.watch_gaps = max(0, watch.stats.lists - 1)
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        if not manager.alive:
-            result.error = f"the manager exited during the run:\n{manager.log_tail(30)}"
-        _fill(result, rec, before, after, cpu_before, cpu_after, pids)
+        running = manager
+        controllers = Controllers(
+            pids=processes_of(bed, manager),
+            alive=lambda: running.alive,
+            last_words=lambda: running.log_tail(30),
+            profile_pid=manager.pid,
+        )
+        await measure(
+            bed, result, controllers, timeout=timeout, profile_dir=profile_dir, quiet=quiet
+        )
     finally:
         if manager is not None:
             await bed.stop_manager(manager)
         await bed.close()
     return result
+
+
+async def measure(
+    bed: Bed,
+    result: ModeResult,
+    controllers: Controllers,
+    *,
+    timeout: float,
+    profile_dir: Path | None = None,
+    quiet: Quiet = NO_WAIT,
+) -> None:
+    """The measured window, the same for every controller: the bed's queues and
+    controllers are ready; waits for a quiet machine, reads the counters, creates the Jobs,
+    watches the manager's Workloads until every one is admitted, reads the counters again
+    and fills ``result``."""
+    mode, count, creators = result.mode, result.workloads, result.creators
+    namespace = shape.namespace_of(mode)
+    rec = AdmissionRecorder(CHECK)
+    watch = Informer(bed.manager, R.WORKLOADS, namespace=namespace)
+    watch.subscribe(lambda e: rec.manager_event(e.obj, time.monotonic()))
+    task = asyncio.create_task(watch.run(), name="mk-watch")
+    try:
+        await asyncio.wait_for(watch.synced.wait(), 60)
+        if quiet.patience > 0:
+            waited = time.monotonic()
+            await asyncio.to_thread(settle, quiet.load, patience=quiet.patience)
+            result.settle_seconds = round(time.monotonic() - waited, 1)
+        pids = controllers.pids
+        if quiet.idle > 0:
+            await _idle(bed, result, pids, quiet.idle)
+        before = await bed.api_requests()
+        cpu_before = _cpu(pids)
+        window_started = time.monotonic()
+        result.load_average_before = os.getloadavg()
+        sampler = None
+        if profile_dir is not None and controllers.profile_pid is not None:
+            sampler = profiling.Sampler(
+                controllers.profile_pid, profile_dir / f"manager-{mode}.txt"
+            )
+        say(f"-- {mode}: creating {count} Jobs with {creators} generator(s)")
+        started = time.monotonic()
+        result.generation_seconds = await _generate(bed, namespace, mode, count, creators, rec)
+        say(f"   created in {result.generation_seconds:.1f}s")
+        try:
+            await _wait_admitted(
+                rec, count, deadline=started + timeout, manager_alive=controllers.alive
+            )
+        except TimeoutError as err:
+            result.error = str(err)
+            result.stuck = [_state_of(o) for o in watch.items() if not ws.is_admitted(o)]
+        cpu_after = _cpu(pids)
+        result.measured_seconds = time.monotonic() - window_started
+        result.load_average_after = os.getloadavg()
+        if sampler is not None:
+            sampler.stop()
+            _profiled(result, sampler.output)
+        after = await bed.api_requests()
+        result.watch_gaps = max(0, watch.stats.lists - 1)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    if not controllers.alive():
+        result.error = f"the manager exited during the run:\n{controllers.last_words()}"
+    _fill(result, rec, before, after, cpu_before, cpu_after, pids)
+
+
+async def _idle(bed: Bed, result: ModeResult, pids: dict[str, int], seconds: float) -> None:
+    """Every process's CPU and every API server's requests over ``seconds`` at rest."""
+    say(f"   {seconds:.0f} s at rest, for the background")
+    requests_before, cpu_before = await bed.api_requests(), _cpu(pids)
+    started = time.monotonic()
+    await asyncio.sleep(seconds)  # a measured window, not a wait for a condition
+    requests_after, cpu_after = await bed.api_requests(), _cpu(pids)
+    result.idle_seconds = time.monotonic() - started
+    result.idle_cpu = {n: cpu_after[n] - cpu_before.get(n, 0.0) for n in cpu_after}
+    for cluster, snapshot in requests_after.items():
+        idle = apirequests.window(requests_before[cluster], snapshot)
+        result.idle_requests[cluster] = dict(sorted(idle.requests.items()))
 
 
 def _state_of(obj: dict[str, Any]) -> str:
