@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient
 from opentelemetry.sdk.trace import TracerProvider
@@ -29,6 +30,11 @@ from e2e.local.cluster import LocalCluster
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from manager.telemetry import tracing
+
+# Property tests judge behaviour, never speed: on a machine busy with two test processes
+# (or a cold Go build) generating one example can take seconds, which is no failure.
+settings.register_profile("kfed", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kfed")
 
 TESTS = Path(__file__).resolve().parent
 

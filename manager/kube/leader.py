@@ -16,7 +16,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +26,9 @@ from manager.kube.backoff import Backoff
 from manager.kube.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
+
+STOP_WARNING = 30.0
+"""Seconds between the warnings that the leader's work is still stopping."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,10 @@ class LeaderElector:
         return period * random.uniform(1.0, 1.2)
 
     async def acquire(self) -> None:
-        within = self.config.retry_period * 2
+        # An attempt may take as long as a renewal may: on a busy machine an API server that
+        # answers in 3 s is slow, not away, and cutting every attempt at 2 s once kept a
+        # replica standing by for 8 minutes with nobody else to lead (docs/sizing.md).
+        within = self.config.renew_deadline
         while not await self._attempt(within):  # noqa: ASYNC110 - polling is the algorithm
             await asyncio.sleep(self._jittered(self.config.retry_period))
         self.is_leader = True
@@ -180,6 +186,33 @@ class LeaderElector:
         self.known.clear()
         self.observer.observe(None)
 
+    @contextlib.asynccontextmanager
+    async def _said_if_slow_to_stop(self, leading: asyncio.Task[None]) -> AsyncIterator[None]:
+        """While the leader's work is stopping, say every ``STOP_WARNING`` seconds that it
+        has not stopped yet, and where it waits: this replica leads again only after."""
+
+        async def warn() -> None:
+            waited = 0.0
+            while True:
+                await asyncio.sleep(STOP_WARNING)
+                waited += STOP_WARNING
+                where = "".join(
+                    f"\n  {f.f_code.co_filename}:{f.f_lineno} {f.f_code.co_name}"
+                    for f in leading.get_stack()
+                )
+                log.error(
+                    "%s: the leader's work has not stopped after %.0fs; it waits in:%s",
+                    self.config.identity,
+                    waited,
+                    where or " (unknown)",
+                )
+
+        watchdog = asyncio.create_task(warn(), name="stop-watchdog")
+        try:
+            yield
+        finally:
+            await stop_tasks([watchdog])
+
     async def _lead_one_term(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> bool:
         """Run ``lead()`` while renewing. True when leadership was lost; False when
         ``lead()`` ended on its own (a failure, logged). Either way ``lead()`` has stopped
@@ -192,7 +225,8 @@ class LeaderElector:
             # Not the leader from here on, even while lead() is still stopping: /readyz and
             # the dashboard say so at once. Also on a cancel (SIGTERM).
             self.is_leader = False
-            await stop_tasks([leading, renewing])
+            async with self._said_if_slow_to_stop(leading):
+                await stop_tasks([leading, renewing])
         if renewing.done() and not renewing.cancelled():
             if (err := renewing.exception()) is None:
                 return True  # lost, whatever lead() did meanwhile

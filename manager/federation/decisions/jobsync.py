@@ -75,7 +75,7 @@ def sync(facts: SyncFacts | None) -> list[do.Action]:
         # then running).
         result.append(do.CopyTopologyBack(facts.cluster, facts.topology, facts.topology_text))
     patch = status_patch(facts)
-    return result + [do.PatchJobStatus(patch)] if patch is not None else result
+    return [*result, do.PatchJobStatus(patch)] if patch is not None else result
 
 
 def finish(facts: SyncFacts | None, end: RunEnd | None) -> list[do.Action]:
@@ -84,7 +84,7 @@ def finish(facts: SyncFacts | None, end: RunEnd | None) -> list[do.Action]:
     none there that counts), the Workload finished from the copy's or its job's end."""
     if facts is not None and facts.remote is not None:
         return sync(facts)
-    told = [a for a in sync(facts) if isinstance(a, do.CopyTopologyBack)]
+    told: list[do.Action] = [a for a in sync(facts) if isinstance(a, do.CopyTopologyBack)]
     if end is None:
         return told
     return [*told, do.FinishWorkload(end.succeeded, end.message)]

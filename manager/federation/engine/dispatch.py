@@ -80,7 +80,12 @@ class Dispatcher:
         self.placing = PlacingReader(self.look, told_refusals, self.topology)
         self.retaining = Retaining(self.state, settings, on_change=self._retention_changed)
         self.reader = GroupReader(
-            self.look, registry, self.retaining, self.placing, RunReader(self.look, self.topology), clock
+            self.look,
+            registry,
+            self.retaining,
+            self.placing,
+            RunReader(self.look, self.topology),
+            clock,
         )
         self.applier = Applier(
             self.state,

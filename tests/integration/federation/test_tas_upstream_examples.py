@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.local.cluster import KWOK_NODE_ANNOTATION
+from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION
 from e2e.waiting import wait_for
 from manager.federation.webhooks.admission_webhook import ManagerWebhook
 from manager.kube import errors

@@ -192,3 +192,49 @@ async def test_readiness_and_dashboard_follow_the_terms() -> None:
         assert source.snapshot().is_leader
     finally:
         await _stop(task)
+
+
+class SlowLease(FakeLease):
+    """A Lease on an API server that answers, but slower than two retry periods (a busy
+    machine), as long as a renewal may take."""
+
+    async def _try_acquire_or_renew(self) -> bool:
+        await asyncio.sleep(CONFIG.retry_period * 3)
+        return await super()._try_acquire_or_renew()
+
+
+async def test_a_slow_api_server_is_no_reason_to_stand_by_for_ever() -> None:
+    """Found at a load of 16 (docs/sizing.md): every acquire attempt was cut at 2 retry
+    periods, so a replica whose API server answered in 3 never led again."""
+    elector = SlowLease()
+    await asyncio.wait_for(elector.acquire(), timeout=5)
+    assert elector.is_leader and elector.terms == 1
+
+
+async def test_a_leaders_work_slow_to_stop_is_said_with_where_it_waits(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lost term whose work does not stop keeps this replica from leading again (it must
+    never act twice): the log says so, and where that work waits, instead of silence."""
+    monkeypatch.setattr("manager.kube.leader.STOP_WARNING", 0.05)
+    caplog.set_level(logging.INFO, logger="manager.kube.leader")
+    elector, release = FakeLease(), asyncio.Event()
+
+    async def stubborn_shutdown() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await release.wait()  # its clean-up hangs until released
+
+    task = asyncio.create_task(elector.run(stubborn_shutdown))
+    try:
+        await wait_for(lambda: elector.is_leader, timeout=5, what="leading")
+        elector.up = False
+        await wait_for(
+            lambda: "has not stopped after" in caplog.text, timeout=5, what="the warning"
+        )
+        assert "stubborn_shutdown" in caplog.text, "the warning names where the work waits"
+        assert elector.terms == 1
+    finally:
+        release.set()
+        await _stop(task)
