@@ -88,8 +88,10 @@ class LeaderElector:
         cfg = self.config
         record, current = await lease.read(self.api, cfg.namespace, cfg.name)
         self.observer.observe(record)
-        self.known.set()
+        # Who leads is known once another holds the Lease, or once our write of it stands:
+        # a Lease not there yet (or lapsed) whose write fails says nothing (/readyz waits).
         if self.observer.held_by_other(cfg.identity):
+            self.known.set()
             return False
         now = lease.micro_time()
         if record is not None and record.holder == cfg.identity:
@@ -107,6 +109,7 @@ class LeaderElector:
         except (errors.Conflict, errors.AlreadyExists):
             return False
         self.observer.observe(lease.LeaseRecord.from_lease(written))
+        self.known.set()
         return True
 
     async def _attempt(self, within: float) -> bool:

@@ -90,11 +90,14 @@ async def nothing_in_flight(api: KubeApi) -> bool:
     return True
 
 
-def restart_upstream(interop: InteropClusters) -> None:
+async def restart_upstream(interop: InteropClusters) -> None:
+    """Upstream's controller again. Started from this (the event loop's) thread: the process
+    dies with the thread that started it, and a worker thread of ``to_thread`` ends with the
+    test's loop, which killed it under the bed's next test. Only the wait is in a thread."""
     cluster = interop.fed.cluster(KUEUE_MANAGER)
     restarted = upstream_kueue.start(cluster, origin=KUEUE_ORIGIN, gc_interval="5s")
     interop.kueue[KUEUE_MANAGER] = restarted
-    restarted.wait_ready()
+    await asyncio.to_thread(restarted.wait_ready)
 
 
 async def test_the_manager_side_moves_from_upstream_kueue_to_kfed_and_back(
@@ -176,14 +179,14 @@ async def test_the_manager_side_moves_from_upstream_kueue_to_kfed_and_back(
         await kubectl(interop, "-n", "kueue-system", "delete", "lease", lease, on=KFED_WORKER)
         await bed.stop("webhook")  # its configuration is gone already; the worker's shim stays
         bed.webhook = None
-        await asyncio.to_thread(restart_upstream, interop)
+        await restart_upstream(interop)
         await hold(interop, "None")
         after = await run_to_completion(kueue_manager, "m-after", "upstream's manager again")
         assert ws.status_of(after)["clusterName"] == KFED_WORKER_ON_KUEUE
     finally:
         await bed.stop_all()
         if KUEUE_MANAGER not in interop.kueue:  # the bed's other tests need it
-            await asyncio.to_thread(restart_upstream, interop)
+            await restart_upstream(interop)
         await hold(interop, "None")
         for name in ("m-before", "m-kfed", "m-after"):
             await kubectl(
