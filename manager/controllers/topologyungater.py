@@ -2,7 +2,7 @@
 ``pkg/controller/tas/topology_ungater.go``).
 
 The pods of a pod set with a topology assignment are created behind the
-``kueue.x-k8s.io/topology`` scheduling gate (``jobs.py`` puts it in their template). Once
+``kueue.x-k8s.io/topology`` scheduling gate (``jobplacement.py`` puts it in their template). Once
 the Workload is admitted, each gated pod gets, in one patch, the nodeSelector of a domain
 of the assignment that still has fewer running pods than its count, and loses the gate;
 the kube-scheduler then binds it inside that domain. A pod that ends (or is deleted)
