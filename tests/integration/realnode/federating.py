@@ -96,6 +96,34 @@ def diagnose(bed: RealBed, cluster: str, app: str) -> str:
     return f"{pods}\n{events}\n{bed.nodes[cluster].pod_logs(NAMESPACE, app)}"
 
 
+def leader_lease(bed: RealBed, holder: str, *, timeout: float = 60.0) -> dict[str, Any]:
+    """The manager's leader Lease once it names ``holder``. Waited for: on a busy machine the
+    first write of the Lease was seen to land after the test read it; if it never comes, the
+    failure shows every Lease of the cluster and the manager's log."""
+    local = bed.fed.cluster("manager")
+
+    def named() -> dict[str, Any] | None:
+        found = local.kubectl(
+            "get", "lease", "-n", NAMESPACE, LEADER_LEASE, "-o", "json", check=False
+        )
+        if found.returncode != 0:
+            return None
+        lease: dict[str, Any] = json.loads(found.stdout)
+        return lease if lease["spec"].get("holderIdentity") == holder else None
+
+    try:
+        lease: dict[str, Any] = wait_for_sync(
+            named, timeout=timeout, interval=0.5, what=f"Lease {LEADER_LEASE} held by {holder}"
+        )
+    except TimeoutError:
+        leases = local.kubectl("get", "lease", "-A", "-o", "wide", check=False).stdout
+        pytest.fail(
+            f"{LEADER_LEASE} never named {holder}:\n{leases}\n"
+            f"{diagnose(bed, 'manager', 'kfed-manager')}"
+        )
+    return lease
+
+
 def kfed(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(Path(sys.executable).with_name("kfed")), *args],

@@ -19,15 +19,14 @@ from e2e.local.cluster import LocalCluster
 from e2e.waiting import wait_for_sync
 from tests.integration.realnode.conftest import RealBed
 from tests.integration.realnode.federating import (
-    LEADER_LEASE,
     MANAGER_METRICS,
-    NAMESPACE,
     SHIM_METRICS,
     apiservice_available,
     crds_established,
     diagnose,
     get,
     install_and_wait_ready,
+    leader_lease,
     register_worker_1,
     run_the_article,
     scheduled_pods,
@@ -73,8 +72,7 @@ def test_the_manager_and_shim_run_from_the_image_and_federate_the_article(
         )
 
     # It leads, and it registered its webhook where the apiserver reaches it.
-    lease = get(manager, "lease", "-n", NAMESPACE, LEADER_LEASE)
-    assert lease["spec"]["holderIdentity"] == pod["metadata"]["name"]
+    leader_lease(real_bed, pod["metadata"]["name"])
     webhook = get(manager, "mutatingwebhookconfiguration", "kfed-manager")
     assert webhook["webhooks"][0]["clientConfig"]["url"].startswith("https://127.0.0.1:19443/")
 
