@@ -1,6 +1,6 @@
 """Status back to the manager (pure): what of the remote job's status the manager's job
 takes, and how a run that ended is recorded as the workload's result. The group read gives
-the facts (``engine/syncreading.py``); the applier writes the patch.
+the facts (``engine/runreading.py``); the applier writes the patch.
 """
 
 from __future__ import annotations
