@@ -4,6 +4,7 @@ kfed's own settings beside them, and flags still win.
     apiVersion: config.kueue.x-k8s.io/v1beta2
     kind: Configuration
     namespace: kueue-system
+    clientConnection: {qps: 50, burst: 100}
     leaderElection: {leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}
     integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}
     multiKueue: {gcInterval: 1m, origin: multikueue, workerLostTimeout: 15m,
@@ -16,7 +17,7 @@ kfed's own settings beside them, and flags still win.
 value read as its flag reads its text (type and choices; a switch takes true or false), so an
 explicit flag overrides it. A key kfed does not know, or a value of the wrong shape, is a
 ``ConfigError`` naming the key; an upstream key kfed has no equivalent for
-(``clientConnection``, ``waitForPodsReady``, ``webhook``, ...) is listed in the warnings it
+(``waitForPodsReady``, ``webhook``, ...) is listed in the warnings it
 returns, never silently taken.
 """
 
@@ -35,7 +36,6 @@ API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2"
 KIND = "Configuration"
 
 UPSTREAM_IGNORED = (
-    "clientConnection",
     "controller",
     "health",
     "internalCertManagement",
@@ -102,6 +102,7 @@ def _switch(value: Any, where: str) -> bool:
 
 
 UPSTREAM: dict[str, dict[str, tuple[str, Converter]]] = {
+    "clientConnection": {"qps": ("kube_api_qps", _text), "burst": ("kube_api_burst", _text)},
     "leaderElection": {
         "leaseDuration": ("leader_lease_duration", _duration),
         "renewDeadline": ("leader_renew_deadline", _duration),

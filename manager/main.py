@@ -31,6 +31,11 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
 from manager.kube.backoff import Backoff
+from manager.kube.clientflags import (
+    add_client_connection_flags,
+    apply_client_connection,
+    client_connection_problem,
+)
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
 from manager.kube.tasks import stop_tasks
 from manager.observability.aggregated import AggregatedVisibilityServer
@@ -93,6 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--leader-renew-deadline", type=duration, default=leader.renew_deadline)
     p.add_argument("--leader-retry-period", type=duration, default=leader.retry_period)
     add_controller_flags(p)
+    add_client_connection_flags(p)
     p.add_argument("--no-webhook", action="store_true", help="do not serve the Job webhook")
     p.add_argument(
         "--webhook-host",
@@ -169,9 +175,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         metavar="FILE",
         help="a configuration file: Kueue's Configuration where the meaning is the same "
-        "(namespace, leaderElection, integrations, multiKueue, resources.deviceClassMappings, "
-        "fairSharing) and kfed's own settings under `kfed:` by their flag names in camelCase; "
-        "flags win (docs/install.md)",
+        "(namespace, clientConnection, leaderElection, integrations, multiKueue, "
+        "resources.deviceClassMappings, fairSharing) and kfed's own settings under `kfed:` "
+        "by their flag names in camelCase; flags win (docs/install.md)",
     )
     config_warnings = _apply_config_file(p, argv)
     args = p.parse_args(argv)
@@ -180,7 +186,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
     if problem := _default_webhook_host(args):
         p.error(problem)
-    if problem := secure_serving_problem(args):
+    if problem := secure_serving_problem(args) or client_connection_problem(args):
         p.error(problem)
     try:
         args.controller_settings = controller_settings_from(args, role="manager")
@@ -313,6 +319,7 @@ async def run(args: argparse.Namespace) -> None:
     for warning in getattr(args, "config_warnings", []):
         log.warning("%s", warning)
     async with await KubeApi.connect(args.kubeconfig, context=args.context, name="manager") as api:
+        apply_client_connection(api, args)
         elector = LeaderElector(
             api,
             LeaderElectionConfig(

@@ -27,6 +27,11 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
 from manager.kube.backoff import Backoff
+from manager.kube.clientflags import (
+    add_client_connection_flags,
+    apply_client_connection,
+    client_connection_problem,
+)
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
 from manager.observability.entrypoint import run_process
 from manager.observability.secureflags import (
@@ -106,6 +111,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "its own); 0: any free port (logged)",
     )
     add_secure_serving_flags(parser)
+    add_client_connection_flags(parser)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument(
         "--log-format",
@@ -117,7 +123,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.kubeconfig is None and not running_in_cluster():
         parser.error("--kubeconfig is required outside a Pod (KUBERNETES_SERVICE_HOST is not set)")
-    if problem := secure_serving_problem(args):
+    if problem := secure_serving_problem(args) or client_connection_problem(args):
         parser.error(problem)
     if args.mode is ShimMode.FENCE_ONLY and args.no_fencing:
         parser.error("--mode fence-only with --no-fencing would do nothing: drop one")
@@ -195,6 +201,7 @@ async def run(args: argparse.Namespace) -> None:
     """Until SIGTERM. Its API server away (at start-up or later) never ends the process:
     the informers, the heartbeat, the election and the namespace above retry, backing off."""
     async with await KubeApi.connect(args.kubeconfig, context=args.context, name="local") as api:
+        apply_client_connection(api, args)
         admitting = args.mode is ShimMode.ADMIT
         elector = (
             LeaderElector(api, args.leader_election) if admitting and args.leader_elect else None

@@ -14,7 +14,11 @@ figures are read:
 - the deep size (``sys.getsizeof`` over ``gc.get_referents``, each object counted once, in
   the order below) of what each owner keeps: every informer's cache by kind, the admission
   core, the dispatcher's records, the Event recorder, the metrics registry, and the rest of
-  the federation's objects.
+  the federation's objects;
+- the admission cycle's duration at that backlog: every cycle that evaluated a head during
+  the step (each arriving Job's Workload becomes a head that does not fit, one cycle each),
+  as the manager's own ``kueue_admission_attempt_duration_seconds`` times it; p50, p99 and
+  the largest, over the step's last ``TAIL_CYCLES`` cycles (the backlog at its fullest).
 
 Per pending workload = the growth between the first and the last step, divided by the Jobs
 added. The deep sizes undercount the allocator's overhead (RSS is the truth); they say where
@@ -49,6 +53,7 @@ from manager.kube.informer import Informer
 from manager.main import parse_args, settings_from
 from manager.telemetry.metrics import Metrics
 
+TAIL_CYCLES = 2000
 NAMESPACE = "backlog"
 MODE = "backlog"
 CREATORS = 32
@@ -108,6 +113,26 @@ def owners(controller: FederationController) -> dict[str, int]:
     return sizes
 
 
+class CycleTimes(Metrics):
+    """The manager's metrics, also keeping each admission cycle's duration (in process)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cycle_seconds: list[float] = []
+
+    def scheduling_cycle(self, *, admitted: int, seconds: float) -> None:
+        super().scheduling_cycle(admitted=admitted, seconds=seconds)
+        self.cycle_seconds.append(seconds)
+
+
+def percentile_ms(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return round(ordered[index] * 1000, 3)
+
+
 @dataclass
 class Step:
     jobs: int
@@ -118,6 +143,12 @@ class Step:
     objects: int
     """Objects the garbage collector tracks (containers), all owners'."""
     owners_mib: dict[str, float]
+    cycles: int = 0
+    """Admission cycles that evaluated a head during the step."""
+    cycle_p50_ms: float = 0.0
+    cycle_p99_ms: float = 0.0
+    cycle_max_ms: float = 0.0
+    """Over the step's last ``TAIL_CYCLES`` cycles."""
 
 
 @dataclass
@@ -169,13 +200,15 @@ async def measure(counts: list[int], workers: int) -> Report:
         api = await KubeApi.connect(args.kubeconfig, name="manager")
         gc.collect()
         report = Report(workers=workers, baseline_rss_mib=rss_mib())
+        metrics = CycleTimes()
         controller = FederationController(
-            api, settings_from(args), args.controller_settings, metrics=Metrics()
+            api, settings_from(args), args.controller_settings, metrics=metrics
         )
         controller_task = asyncio.create_task(controller.run())
         created = 0
         for count in counts:
             started = time.monotonic()
+            metrics.cycle_seconds.clear()
             await create_jobs(bed.manager, created, count)
             created = count
 
@@ -187,6 +220,8 @@ async def measure(counts: list[int], workers: int) -> Report:
             await wait_for(
                 all_pending, timeout=300 + count / 4, what=f"{count} pending", interval=1
             )
+            tail = metrics.cycle_seconds[-TAIL_CYCLES:]
+            cycles = len(metrics.cycle_seconds)
             gc.collect()
             rss = rss_mib()
             sizes = owners(controller)
@@ -199,6 +234,10 @@ async def measure(counts: list[int], workers: int) -> Report:
                     rss_growth_mib=round(rss - report.baseline_rss_mib, 1),
                     objects=len(gc.get_objects()),
                     owners_mib={k: round(v / 2**20, 2) for k, v in sizes.items()},
+                    cycles=cycles,
+                    cycle_p50_ms=percentile_ms(tail, 0.50),
+                    cycle_p99_ms=percentile_ms(tail, 0.99),
+                    cycle_max_ms=percentile_ms(tail, 1.0),
                 )
             )
             print(json.dumps(asdict(report.steps[-1])), flush=True)
@@ -227,15 +266,20 @@ def plot(report: Report, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     jobs = [s.jobs for s in report.steps]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, (ax, cycle_ax) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
     ax.plot(jobs, [s.rss_growth_mib for s in report.steps], marker="o", label="RSS growth")
     owners_seen = list(report.steps[-1].owners_mib)
     for owner in owners_seen:
         ax.plot(jobs, [s.owners_mib.get(owner, 0.0) for s in report.steps], label=owner, lw=1)
-    ax.set_xlabel("pending Jobs")
     ax.set_ylabel("MiB")
     ax.set_title(f"kfed manager memory by pending backlog ({report.workers} workers)")
     ax.legend(fontsize=7)
+    cycle_ax.plot(jobs, [s.cycle_p50_ms for s in report.steps], marker="o", label="p50")
+    cycle_ax.plot(jobs, [s.cycle_p99_ms for s in report.steps], marker="o", label="p99")
+    cycle_ax.axhline(1.0, color="grey", lw=0.8, ls="--", label="1 ms")
+    cycle_ax.set_xlabel("pending Jobs")
+    cycle_ax.set_ylabel("admission cycle, ms")
+    cycle_ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from manager import core
 from manager.controllers import eventreasons as told
@@ -25,29 +24,11 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.kube import errors
 from manager.kube import resources as R
+from manager.kube.pacing import Pacer
 from manager.kube.update import patch_guarded
 from manager.kube.workqueue import QueueClosed, WorkQueue
 
 log = logging.getLogger(__name__)
-
-
-class Pacer:
-    """At most ``rate`` grants per second on average, with bursts of up to ``burst``."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.interval = 1.0 / rate if rate > 0 else 0.0
-        self.burst = max(1, burst)
-        self._next = float("-inf")  # the next grant's time; starts with a full burst
-
-    def delay(self) -> float:
-        """Take a grant; returns how long to wait before using it."""
-        if not self.interval:
-            return 0.0
-        now = time.monotonic()
-        self._next = max(self._next, now - (self.burst - 1) * self.interval)
-        wait = max(0.0, self._next - now)
-        self._next += self.interval
-        return wait
 
 
 class PendingStatusWriter:

@@ -8,6 +8,7 @@ errors; every error is one of ``errors``' classes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -26,6 +27,7 @@ from yarl import URL
 
 from manager.kube import errors, instrument
 from manager.kube.backoff import retrying
+from manager.kube.pacing import Pacer
 from manager.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -82,6 +84,16 @@ class KubeApi:
         """``rest_client_requests_total``'s ``host``: host[:port] of the API server, as
         client-go labels it (the URL's Host)."""
         resolve_proxy_once(client)
+        self._pacer = Pacer(0.0, 1)
+        self.paced_seconds = 0.0
+        """How long requests waited for the client-side rate limit, in all."""
+
+    def limit_rate(self, qps: float, burst: int) -> None:
+        """client-go's ``QPS``/``Burst`` (Kueue's ``clientConnection``): at most ``qps``
+        requests per second on average after a burst of ``burst``; ``qps`` of 0 or below is
+        no limit. Each request waits its turn (none is refused); a watch counts as one
+        request when it starts."""
+        self._pacer = Pacer(qps, burst)
 
     @classmethod
     async def from_kubeconfig_file(
@@ -152,6 +164,11 @@ class KubeApi:
         timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> aiohttp.ClientResponse:
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        if self._pacer.limited:
+            wait = self._pacer.delay()
+            if wait > 0:
+                self.paced_seconds += wait
+                await asyncio.sleep(wait)
         sink = instrument.sink()
         code = "<error>"
         try:

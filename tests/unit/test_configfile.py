@@ -54,8 +54,19 @@ def test_a_kueue_configuration_sets_what_means_the_same(tmp_path: Path) -> None:
     assert controllers.fair_sharing is not None
     assert "jobset.x-k8s.io/jobset" in controllers.integrations
     assert controllers.device_class_mappings is not None
+    assert (args.kube_api_qps, args.kube_api_burst) == (50.0, 100)  # type: ignore[attr-defined]
+    assert args.config_warnings == []  # type: ignore[attr-defined]
+
+
+def test_without_client_connection_the_client_has_no_limit(tmp_path: Path) -> None:
+    args = parse(tmp_path, KUEUE.replace("clientConnection: {qps: 50, burst: 100}\n", ""))
+    assert args.kube_api_qps == 0.0  # type: ignore[attr-defined]
+
+
+def test_an_upstream_setting_with_no_equivalent_is_named_in_a_warning(tmp_path: Path) -> None:
+    args = parse(tmp_path, KUEUE + "waitForPodsReady: {enable: true}\n")
     assert args.config_warnings == [  # type: ignore[attr-defined]
-        f"--config {tmp_path / 'config.yaml'}: clientConnection: Kueue's setting has no "
+        f"--config {tmp_path / 'config.yaml'}: waitForPodsReady: Kueue's setting has no "
         "equivalent in kfed; ignored"
     ]
 
@@ -78,6 +89,8 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
         (KUEUE.replace("gcInterval: 2m", "gcInterval: soon"), "multiKueue.gcInterval"),
         (KUEUE.replace("admissionTimeout: 45s", "admisionTimeout: 45s"), "kfed.admisionTimeout"),
         (KUEUE.replace("enable: true", "enable: yes please"), "fairSharing.enable"),
+        (KUEUE.replace("qps: 50", "qps: fast"), "clientConnection.qps"),
+        (KUEUE.replace("burst: 100", "burst: 0"), "--kube-api-burst must be at least 1"),
         ("[", "not YAML"),
     ],
     ids=[
@@ -88,6 +101,8 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
         "not a duration",
         "misspelt kfed key",
         "not a boolean",
+        "qps not a number",
+        "no burst with a qps",
         "not YAML",
     ],
 )
