@@ -7,6 +7,12 @@ runs, with the knobs the benchmark turns.
 
 Prints ``SYNCED`` on stdout once the controller has listed everything and starts
 scheduling, so the benchmark knows when to start creating objects.
+
+Upstream's runner (``test/performance/scheduler/runner``) starts it too, through the wrapper
+``upstream.py`` writes, in place of ``minimalkueue``: with ``--kubeconfig`` and, by its own
+options, ``--zap-log-level``, ``--metricsPort``, ``--cpuprofile``, ``--memprofile``,
+``--enableTAS``. Those are accepted and said to be ignored (kfed's process has no Go
+profiles; profile it with py-spy from outside).
 """
 
 from __future__ import annotations
@@ -40,6 +46,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Kubernetes Events per second at most (0: none)",
     )
     p.add_argument("--log-level", default="WARNING")
+    upstream = p.add_argument_group("upstream runner's options (accepted, ignored)")
+    for flag in ("--zap-log-level", "--metricsPort", "--cpuprofile", "--memprofile"):
+        upstream.add_argument(flag, dest=f"ignored_{flag.strip('-')}", help=argparse.SUPPRESS)
+    upstream.add_argument("--enableTAS", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--stats-every",
         type=float,
@@ -97,7 +107,11 @@ async def print_stats(controller: ClusterController, every: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(args.log_level)
-    logging.getLogger(__name__).info("starting on %s", args.kubeconfig)
+    log = logging.getLogger(__name__)
+    log.info("starting on %s", args.kubeconfig)
+    ignored = [k for k, v in vars(args).items() if k.startswith("ignored_") and v is not None]
+    if ignored or args.enableTAS:
+        log.warning("upstream runner's options ignored: %s", ", ".join(ignored) or "enableTAS")
     asyncio.run(run_until_signalled(run(args)))
     return 0
 

@@ -1,24 +1,35 @@
-"""Upstream Kueue's own scheduler-performance harness, run on this machine, read into the same
-figures as kfed's scheduler benchmark.
+"""Upstream Kueue's own scheduler-performance harness, run on this machine with upstream's
+``minimalkueue`` or with kfed's controllers, read into the same figures as kfed's scheduler
+benchmark.
 
-    .venv/bin/python -m e2e.bench.scheduler.upstream [--compare] [--json FILE]
+    .venv/bin/python -m e2e.bench.scheduler.upstream [--controller minimalkueue|kfed]
+        [--compare] [--json FILE]
 
 The harness is upstream's ``test/performance/scheduler`` (its ``minimalkueue``: the core
 controllers and the scheduler; its runner: generator, "execution", recorder), built from the
 ``sigs.k8s.io/kueue`` module by ``e2e/binaries/build-kueue.sh harness``. The runner starts an
 envtest control plane from the same Go-built kube-apiserver and etcd as kfed's test bed
-(``KUBEBUILDER_ASSETS``), starts minimalkueue against it, plays upstream's baseline generator
-and writes ``summary.yaml``, ``minimalkueue.stats.yaml`` and per-workload and per-queue CSVs.
-This module reads those into ``report.Figures`` (upstream's own definitions: its usage, its
-average time to admission, minimalkueue's wall time from its start to the end of the run) and
-samples the CPU time and peak memory of the kube-apiserver and etcd the runner started.
+(``KUBEBUILDER_ASSETS``), starts the controller binary it is given (``--minimalKueue PATH``,
+called with ``--kubeconfig FILE``), plays upstream's baseline generator (it creates Workloads
+directly, finishes each admitted one after its runtime with 5 concurrent writers) and writes
+``summary.yaml``, ``<binary>.stats.yaml`` (the controller's wall time and rusage) and
+per-workload and per-queue CSVs. This module reads those into ``report.Figures``
+(upstream's own definitions: its usage, its average time to admission, the controller's wall
+time from its start to the end of the run) and samples the CPU time and peak memory of the
+kube-apiserver and etcd the runner started.
 
-Run without minimalkueue's logs and without metrics scraping (upstream's Makefile turns both
-on by default): they cost upstream CPU that kfed's run does not pay either.
+``--controller kfed`` gives the runner a wrapper, ``kfed-controllers``, that execs kfed's
+benchmark controller (``controller_process``: the same controllers ``python -m worker_shim
+--no-fencing`` runs) with the runner's kubeconfig: the same runner, generator, recorder and
+checker as upstream's own run, nothing else changed.
 
-``--compare`` runs kfed's benchmark (``python -m e2e.bench.scheduler``) and then upstream's,
-back to back in fresh processes, waiting for the machine to settle before each, and prints
-both tables and the ratios (``compare``).
+Run without the controller's logs and without metrics scraping (upstream's Makefile turns both
+on by default): they cost CPU that neither side needs here.
+
+``--compare`` runs kfed under upstream's runner and then minimalkueue under it, back to back
+in fresh runner processes, waiting for the machine to settle before each, and prints both
+tables and the ratios (``compare``). ``--own-runner`` compares kfed's own runner's run
+(``python -m e2e.bench.scheduler``, which has extra figures) instead.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +60,56 @@ from e2e.local.process import ManagedProcess
 
 RUNNER = "performance-scheduler-runner"
 MINIMALKUEUE = "minimalkueue"
+KFED_WRAPPER = "kfed-controllers"
 SCENARIO_CONFIG = Path("test/performance/scheduler/configs/baseline")
 CRDS = Path("config/components/crd/bases")
 # The process names the report uses, by the runner's children's command names (the kernel
 # keeps 15 characters of a command name).
 PROCESS_NAMES = {
-    MINIMALKUEUE: "minimalkueue",
     "kube-apiserver": "kube-apiserver",
     "etcd": "etcd",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    """What the runner starts as its controller: the binary, and its name in the report."""
+
+    path: Path
+    label: str
+    implementation: str
+
+    @property
+    def stats_file(self) -> str:
+        """The runner writes the command's stats as ``<its file name>.stats.yaml``."""
+        return f"{self.path.name}.stats.yaml"
+
+
+def kfed_wrapper_text(python: str, repo: Path) -> str:
+    """The script upstream's runner starts in place of minimalkueue: it execs kfed's benchmark
+    controller (the same process, so the runner's rusage is kfed's) with every argument the
+    runner gives (``--kubeconfig FILE`` and its optional flags, which the controller accepts)."""
+    return (
+        "#!/bin/sh\n"
+        "# Started by upstream's scheduler-performance runner in place of minimalkueue.\n"
+        f"PYTHONPATH={repo}${{PYTHONPATH:+:$PYTHONPATH}} exec {python} "
+        '-m e2e.bench.scheduler.controller_process "$@"\n'
+    )
+
+
+def kfed_controller(work: Path) -> Controller:
+    path = work / KFED_WRAPPER
+    path.write_text(kfed_wrapper_text(sys.executable, Path(__file__).resolve().parents[3]))
+    path.chmod(0o755)
+    return Controller(path, compare.KFED_CONTROLLER, "kfed's controllers")
+
+
+def minimalkueue_controller(harness: Path) -> Controller:
+    return Controller(
+        harness / MINIMALKUEUE,
+        compare.UPSTREAM_CONTROLLER,
+        f"upstream minimalkueue {harness.name.removeprefix('kueue-')}",
+    )
 
 
 # -- reading the harness's output (pure) ----------------------------------------------------
@@ -220,7 +273,7 @@ def with_upstream_gates(s: g.Scenario, rangespec: dict[str, Any]) -> g.Scenario:
 
 
 def minimalkueue_process(cmd_stats: dict[str, Any]) -> report.ProcessFigures:
-    """minimalkueue's own figures, as its runner measured them (rusage; maxrss in KiB)."""
+    """The controller's own figures, as the runner measured them (rusage; maxrss in KiB)."""
     cpu = (cmd_stats["userMs"] + cmd_stats["sysMs"]) / 1000
     return report.ProcessFigures(cpu, max(0, cmd_stats.get("maxrss", 0)) / 1024)
 
@@ -229,8 +282,8 @@ def minimalkueue_process(cmd_stats: dict[str, Any]) -> report.ProcessFigures:
 
 
 class ProcessWatch:
-    """Samples the runner and the processes it started (kube-apiserver, etcd, minimalkueue)
-    every half second from /proc, keeping for each one the most CPU time and the highest peak
+    """Samples the runner and the processes it started (kube-apiserver, etcd) every half
+    second from /proc, keeping for each one the most CPU time and the highest peak
     memory seen: a process that is exiting (a zombie) no longer shows its memory."""
 
     def __init__(self, runner_pid: int) -> None:
@@ -283,9 +336,9 @@ def assets_dir(root: Path) -> Path:
 
 
 def run_harness(
-    harness: Path, work: Path, *, timeout: float
+    harness: Path, work: Path, controller: Controller, *, timeout: float
 ) -> tuple[report.Figures, dict[str, Any]]:
-    """Runs upstream's runner with minimalkueue once; returns its figures and the extras for
+    """Runs upstream's runner with ``controller`` once; returns its figures and the extras for
     the JSON report. Raises RuntimeError when the runner fails (its log's tail says why)."""
     s = g.scenario("baseline")
     out = work / "artifacts"
@@ -296,7 +349,7 @@ def run_harness(
         f"--o={out}",
         f"--crds={src / CRDS}",
         f"--generatorConfig={src / SCENARIO_CONFIG / 'generator.yaml'}",
-        f"--minimalKueue={harness / MINIMALKUEUE}",
+        f"--minimalKueue={controller.path}",
         f"--timeout={int(timeout)}s",
     ]
     runner = ManagedProcess(
@@ -324,7 +377,7 @@ def run_harness(
             )
     finally:
         runner.stop()
-    cmd_stats = yaml.safe_load((out / f"{MINIMALKUEUE}.stats.yaml").read_text())
+    cmd_stats = yaml.safe_load((out / controller.stats_file).read_text())
     summary = yaml.safe_load((out / "summary.yaml").read_text())
     figures = figures_from(
         s,
@@ -334,7 +387,7 @@ def run_harness(
         queues=read_queues((out / "cqStates.csv").read_text()),
         runner_log=runner.log_path.read_text(errors="replace"),
     )
-    figures.processes = {"minimalkueue": minimalkueue_process(cmd_stats)}
+    figures.processes = {controller.label: minimalkueue_process(cmd_stats)}
     for name in ("kube-apiserver", "etcd", "runner"):
         got = watch.last.get(name)
         if got is not None:
@@ -343,7 +396,8 @@ def run_harness(
     figures.load_average_after = os.getloadavg()
     gates = yaml.safe_load((src / SCENARIO_CONFIG / "rangespec.yaml").read_text())
     extra = {
-        "implementation": f"upstream minimalkueue {harness.name.removeprefix('kueue-harness-')}",
+        "implementation": controller.implementation,
+        "runner": f"upstream's runner {harness.name.removeprefix('kueue-')}",
         "upstream_summary": summary,
         "upstream_rangespec": gates,
         "dropped_workload_events": summary.get("droppedWorkloadEvents", 0),
@@ -352,21 +406,49 @@ def run_harness(
     return figures, extra
 
 
-def measure_upstream(*, timeout: float, keep: Path | None) -> dict[str, Any]:
-    """One run of upstream's harness; prints its table and returns its JSON report."""
+def measure_under_runner(
+    which: str, *, timeout: float, keep: Path | None, profile: Path | None = None
+) -> dict[str, Any]:
+    """One run of upstream's harness with ``which`` controller (``minimalkueue`` or ``kfed``);
+    prints its table and returns its JSON report. ``profile``: kfed's controller sampled by
+    py-spy into that file (a flame graph SVG), for whoever tunes it."""
     harness = binaries.kueue_dir("harness")
     s = g.scenario("baseline")
     work = Path(tempfile.mkdtemp(prefix="kfed-upstream-harness-"))
     try:
-        figures, extra = run_harness(harness, work, timeout=timeout)
+        if which == "kfed":
+            controller = kfed_controller(work)
+            if profile is not None:
+                controller = profiled(controller, work, profile)
+        else:
+            controller = minimalkueue_controller(harness)
+        figures, extra = run_harness(harness, work, controller, timeout=timeout)
         if keep is not None:
-            shutil.copytree(work / "artifacts", keep, dirs_exist_ok=True)
+            shutil.copytree(work / "artifacts", keep / which, dirs_exist_ok=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     s = with_upstream_gates(s, extra["upstream_rangespec"])
     data = report.to_json(s, figures, extra)
-    print(report.render(s, figures).replace("scheduler benchmark", "upstream's harness", 1))
+    title = f"upstream's harness, {controller.implementation}"
+    print(report.render(s, figures).replace("scheduler benchmark", title, 1))
     return data
+
+
+def profiled(controller: Controller, work: Path, svg: Path) -> Controller:
+    """The wrapper run under ``py-spy record`` (sampling at 50 Hz, a few % of one core); the
+    runner's rusage then includes py-spy's, so a profiled run's CPU figure is not the one to
+    quote."""
+    py_spy = Path(sys.executable).with_name("py-spy")
+    if not py_spy.exists():
+        raise RuntimeError(f"--profile needs py-spy beside {sys.executable} (pip install py-spy)")
+    path = work / f"{KFED_WRAPPER}-profiled"
+    path.write_text(
+        "#!/bin/sh\n"
+        f"exec {py_spy} record --rate 50 --nonblocking --format flamegraph -o {svg} -- "
+        f'{controller.path} "$@"\n'
+    )
+    path.chmod(0o755)
+    return Controller(path, controller.label, controller.implementation + " (profiled)")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -376,9 +458,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
+        "--controller",
+        choices=["minimalkueue", "kfed"],
+        default="minimalkueue",
+        help="the controller upstream's runner starts (without --compare)",
+    )
+    p.add_argument(
         "--compare",
         action="store_true",
-        help="run kfed's benchmark, then upstream's, back to back, and print the ratios",
+        help="kfed's controllers under upstream's runner, then minimalkueue under it, back to "
+        "back, and the ratios",
+    )
+    p.add_argument(
+        "--own-runner",
+        action="store_true",
+        help="with --compare: kfed's run by kfed's own runner (python -m e2e.bench.scheduler) "
+        "instead of upstream's",
     )
     p.add_argument("--json", type=Path, help="also write the JSON report to this file")
     p.add_argument(
@@ -389,6 +484,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--keep", type=Path, help="copy the harness's artifacts (summary, CSVs) to this folder"
+    )
+    p.add_argument(
+        "--profile",
+        type=Path,
+        metavar="SVG",
+        help="sample kfed's controller with py-spy into this flame graph (its CPU figure then "
+        "includes py-spy's)",
     )
     p.add_argument(
         "--settle-load",
@@ -402,15 +504,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    run = partial(measure_under_runner, timeout=args.timeout, keep=args.keep)
     if not args.compare:
         compare.settle(args.settle_load)
-        data = measure_upstream(timeout=args.timeout, keep=args.keep)
+        data = run(args.controller, profile=args.profile)
         entry.publish("", report.dumps(data), args.json)
         return 0
-    kfed = compare.run_kfed(args.settle_load)
+    if args.own_runner:
+        kfed = compare.run_kfed(args.settle_load)
+    else:
+        compare.settle(args.settle_load)
+        kfed = run("kfed", profile=args.profile)
     compare.settle(args.settle_load)
-    upstream = measure_upstream(timeout=args.timeout, keep=args.keep)
+    upstream = run("minimalkueue")
     result = compare.comparison(kfed, upstream)
+    result["kfed_runner"] = "kfed's own" if args.own_runner else "upstream's"
     entry.publish(compare.render(result), report.dumps(result), args.json)
     return 0
 
