@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -54,6 +55,7 @@ import yaml
 
 from e2e import binaries
 from e2e.bench import entry, procstats
+from e2e.bench.federation import apirequests
 from e2e.bench.scheduler import compare, report
 from e2e.bench.scheduler import generator as g
 from e2e.local.process import ManagedProcess
@@ -284,11 +286,19 @@ def minimalkueue_process(cmd_stats: dict[str, Any]) -> report.ProcessFigures:
 class ProcessWatch:
     """Samples the runner and the processes it started (kube-apiserver, etcd) every half
     second from /proc, keeping for each one the most CPU time and the highest peak
-    memory seen: a process that is exiting (a zombie) no longer shows its memory."""
+    memory seen: a process that is exiting (a zombie) no longer shows its memory. Every
+    ``METRICS_EVERY`` seconds it also reads the API server's request counter through the
+    kubeconfig the runner writes (``kubeconfig``), keeping the last read: the requests both
+    the runner and the controller made, by verb, resource and failure code."""
 
-    def __init__(self, runner_pid: int) -> None:
+    METRICS_EVERY = 15.0
+
+    def __init__(self, runner_pid: int, kubeconfig: Path | None = None) -> None:
         self.runner_pid = runner_pid
+        self.kubeconfig = kubeconfig
         self.last: dict[str, procstats.ProcessSample] = {}
+        self.last_metrics = ""
+        self._next_metrics = time.monotonic() + self.METRICS_EVERY
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="process-watch", daemon=True)
 
@@ -303,6 +313,26 @@ class ProcessWatch:
     def _loop(self) -> None:
         while not self._stop.wait(0.5):
             self.sample()
+            if self.kubeconfig is not None and time.monotonic() >= self._next_metrics:
+                self._next_metrics = time.monotonic() + self.METRICS_EVERY
+                self.read_metrics(self.kubeconfig)
+
+    def read_metrics(self, kubeconfig: Path) -> None:
+        if not kubeconfig.exists():
+            return
+        argv = [str(binaries.path_of("kubectl")), "--kubeconfig", str(kubeconfig)]
+        try:
+            done = subprocess.run(
+                [*argv, "get", "--raw", "/metrics"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        if done.returncode == 0 and apirequests.METRIC in done.stdout:
+            self.last_metrics = done.stdout
 
     def sample(self) -> None:
         targets = {"runner": self.runner_pid}
@@ -365,7 +395,7 @@ def run_harness(
     runner.start()
     assert runner.pid is not None
     try:
-        with ProcessWatch(runner.pid) as watch:
+        with ProcessWatch(runner.pid, out / "kubeconfig") as watch:
             deadline = time.monotonic() + timeout + 120
             while runner.alive and time.monotonic() < deadline:
                 time.sleep(1)
@@ -395,7 +425,10 @@ def run_harness(
     figures.load_average_before = load_before
     figures.load_average_after = os.getloadavg()
     gates = yaml.safe_load((src / SCENARIO_CONFIG / "rangespec.yaml").read_text())
+    requests = apirequests.parse(watch.last_metrics)
     extra = {
+        "api_requests": dict(sorted(requests.requests.items(), key=lambda kv: -kv[1])),
+        "api_failed": dict(sorted(requests.failed.items(), key=lambda kv: -kv[1])),
         "implementation": controller.implementation,
         "runner": f"upstream's runner {harness.name.removeprefix('kueue-')}",
         "upstream_summary": summary,
@@ -431,6 +464,11 @@ def measure_under_runner(
     data = report.to_json(s, figures, extra)
     title = f"upstream's harness, {controller.implementation}"
     print(report.render(s, figures).replace("scheduler benchmark", title, 1))
+    print("API requests (the runner's and the controller's, last read of the counter):")
+    for key, count in list(extra["api_requests"].items())[:12]:
+        print(f"  {key:<40} {count:>8}")
+    for key, count in list(extra["api_failed"].items())[:6]:
+        print(f"  failed {key:<33} {count:>8}")
     return data
 
 

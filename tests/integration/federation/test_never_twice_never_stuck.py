@@ -979,9 +979,15 @@ def small_job(name: str, *, delay_ms: int) -> dict[str, Any]:
     return job
 
 
+MANY = 300
+"""Jobs at once: hundreds, spread over the three workers (500 until the suite's time had to
+fit 25 minutes: the larger burst found nothing the smaller does not, and the drills and the
+benchmarks push thousands)."""
+
+
 @pytest.mark.timeout(600)
-async def test_held_500_jobs_at_once_each_run_exactly_once(article_bed: Bed) -> None:
-    """500 Jobs submitted at once (25 creates in flight at a time): every one completes, each
+async def test_held_hundreds_of_jobs_at_once_each_run_exactly_once(article_bed: Bed) -> None:
+    """``MANY`` Jobs submitted at once (25 creates in flight at a time): every one completes, each
     with exactly one succeeded pod, on one worker, never on two at once. (Held before this
     issue; kept as a test.) With the product's request timeout and lease duration: the bed's
     1-s timeout is for drills, and under this load on 2 cores it can declare a busy worker
@@ -992,7 +998,7 @@ async def test_held_500_jobs_at_once_each_run_exactly_once(article_bed: Bed) -> 
         bed, request_timeout=defaults.request_timeout, lease_duration=defaults.lease_duration
     )
     api = bed.manager_api
-    names = [f"many-{i:03d}" for i in range(500)]
+    names = [f"many-{i:03d}" for i in range(MANY)]
     async with RunWatch(bed.worker_apis, NS) as runs:
         for first in range(0, len(names), 25):
             await asyncio.gather(
@@ -1003,7 +1009,7 @@ async def test_held_500_jobs_at_once_each_run_exactly_once(article_bed: Bed) -> 
         async def all_complete() -> bool:
             return await complete_jobs(api, NS) >= wanted
 
-        await wait_for(all_complete, timeout=420, interval=2.0, what="all 500 jobs Complete")
+        await wait_for(all_complete, timeout=420, interval=2.0, what=f"all {MANY} jobs Complete")
     assert not runs.not_exactly_once(names)
     assert not runs.double_runs()
     assert all(len(runs.clusters_of(n)) == 1 for n in names), "a job ran on two workers"
