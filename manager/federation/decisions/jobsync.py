@@ -66,14 +66,18 @@ def status_patch(facts: SyncFacts) -> dict[str, Any] | None:
     return patch
 
 
+def topology_back(facts: SyncFacts | None) -> list[do.Action]:
+    """TAS: where the pods went, to write on the manager's Workload."""
+    if facts is None or facts.topology is None:
+        return []
+    return [do.CopyTopologyBack(facts.cluster, facts.topology, facts.topology_text)]
+
+
 def sync(facts: SyncFacts | None) -> list[do.Action]:
     if facts is None:
         return []
-    result: list[do.Action] = []
-    if facts.topology is not None:
-        # TAS: where the pods went, before the job's status (upstream's order: assigned,
-        # then running).
-        result.append(do.CopyTopologyBack(facts.cluster, facts.topology, facts.topology_text))
+    # Where the pods went before the job's status (upstream's order: assigned, then running).
+    result = topology_back(facts)
     patch = status_patch(facts)
     return [*result, do.PatchJobStatus(patch)] if patch is not None else result
 
@@ -84,7 +88,7 @@ def finish(facts: SyncFacts | None, end: RunEnd | None) -> list[do.Action]:
     none there that counts), the Workload finished from the copy's or its job's end."""
     if facts is not None and facts.remote is not None:
         return sync(facts)
-    told: list[do.Action] = [a for a in sync(facts) if isinstance(a, do.CopyTopologyBack)]
+    told = topology_back(facts)
     if end is None:
         return told
     return [*told, do.FinishWorkload(end.succeeded, end.message)]
