@@ -30,22 +30,17 @@ from kubernetes_asyncio.client import CoreV1Api
 
 from manager.api import constants as C
 from manager.cli import workloadinfo
-from manager.cli.common import (
-    EXIT_UNREACHABLE,
-    CliError,
+from manager.cli.common import EXIT_UNREACHABLE, CliError, from_kube_error, run, usage_error, warn
+from manager.cli.kubeconfigs import connect_dict
+from manager.cli.registration import secret_of
+from manager.cli.target import (
     Target,
-    connect_dict,
     connect_manager,
     connection_options,
-    from_kube_error,
     namespaced_name,
     objects_namespace_option,
-    run,
     target_of,
-    usage_error,
-    warn,
 )
-from manager.cli.registration import secret_of
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry

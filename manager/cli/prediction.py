@@ -21,8 +21,9 @@ from manager.api import constants as C
 from manager.api import dra, federated
 from manager.api.view import at, labels_of
 from manager.cli import snapshot
-from manager.cli.common import CliError, connect_dict, usage_error
+from manager.cli.common import CliError, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
+from manager.cli.kubeconfigs import connect_dict
 from manager.cli.manageradmission import Outcome, decide, workload_of
 from manager.cli.tables import amount
 from manager.controllers import conditions, devicecatalogue, jobs, jobworkload

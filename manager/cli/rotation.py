@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from manager.cli.common import CliError, connect_dict
+from manager.cli.common import CliError
+from manager.cli.kubeconfigs import connect_dict
 from manager.cli.registration import secret_of
 from manager.federation.workers import credentials, kubeconfig
 from manager.kube import errors
