@@ -45,7 +45,8 @@ from manager.core.model import (
 from manager.core.queues import QueueManager
 from manager.core.reasons import PendingReason
 from manager.core.scheduler import Scheduler
-from manager.core.tas import HOSTNAME, Node, Topology, TopologySnapshot
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, Node, Topology
 
 
 class AdmissionCore(CoreViews):
