@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from manager.api.view import annotations_of
-from manager.cli import prediction
+from manager.cli import queuechain
 from manager.cli.clusterstatus import active_condition
 from manager.cli.common import EXIT_FAILED, CliError, console, usage_error
 from manager.cli.drills import breaking as drillbreak
@@ -77,7 +77,7 @@ async def _prepare(
     workers: dict[str, KubeApi] = {}
     notes: list[str] = []
     if opts.kind in ("partition", "outage"):
-        chain = await prediction.read_queue_chain(api, namespace, queue)
+        chain = await queuechain.read_queue_chain(api, namespace, queue)
         annotations = annotations_of(chain.cluster_queue)
         policy = annotations.get(FAILOVER_POLICY_ANNOTATION)
         if policy != "fast":

@@ -7,7 +7,7 @@ from typing import Any
 
 from e2e.local import dra as bed
 from manager.api import constants as C
-from manager.cli import prediction
+from manager.cli import workerlook, workerread
 from manager.federation.decisions import capacity, devices
 from manager.federation.decisions.capacity import Candidate
 from manager.federation.engine.remoteobjects import remote_claim_template
@@ -227,7 +227,7 @@ def test_whatif_judges_devices_as_the_dispatcher_does() -> None:
     )
     request = capacity.Request("ns", "q", {("h100", "example.com/gpu"): 2})
     fragmented = worker(slices("h100", 2, 2), [claim("h100-0", "gpu-0"), claim("h100-1", "gpu-0")])
-    read = prediction.WorkerRead(view, True, None, fragmented)
-    verdict = prediction.verdict_of(prediction.WorkerLook(None, read), request, {}, need(2))
+    read = workerread.WorkerRead(view, True, None, fragmented)
+    verdict = workerlook.verdict_of(workerlook.WorkerLook(None, read), request, {}, need(2))
     assert not verdict.fits and verdict.reason.startswith(f"2 free {H100} devices, no node")
-    assert prediction.verdict_of(prediction.WorkerLook(None, read), request, {}).fits
+    assert workerlook.verdict_of(workerlook.WorkerLook(None, read), request, {}).fits
