@@ -32,7 +32,7 @@ from manager.cli.workerlook import WorkerLook, look_at_worker, verdict_of
 from manager.controllers import devicecatalogue, jobs, jobworkload
 from manager.controllers.jobkinds.base import MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation.decisions import capacity, colocation, devices, references, topology
+from manager.federation.decisions import capacity, colocation, deviceneed, references, topology
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 from manager.kube import errors
 from manager.kube import resources as R
@@ -41,14 +41,14 @@ from manager.kube.api import KubeApi
 Obj = dict[str, Any]
 
 
-async def device_need(api: KubeApi, namespace: str, pod_sets: list[Obj]) -> devices.Need:
+async def device_need(api: KubeApi, namespace: str, pod_sets: list[Obj]) -> deviceneed.Need:
     """What each pod asks of a worker's devices, from the manager's ResourceClaimTemplates
     (as the dispatcher reads them when it places the workload)."""
     templates: dict[str, Obj] = {}
     for name in dra.template_names(pod_sets):
         with contextlib.suppress(errors.NotFound):
             templates[name] = await api.get(R.RESOURCE_CLAIM_TEMPLATES, name, namespace)
-    return devices.need_of(pod_sets, templates)
+    return deviceneed.need_of(pod_sets, templates)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,14 @@ from manager.cli.workerread import WorkerRead, read_worker, worker_kubeconfig
 from manager.controllers import conditions
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.federation.decisions import capacity, devices, eligibility, references, topology
+from manager.federation.decisions import (
+    capacity,
+    deviceneed,
+    devices,
+    eligibility,
+    references,
+    topology,
+)
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
@@ -46,7 +53,7 @@ async def evaluate_worker(
     used: frozenset[references.Reference] = frozenset(),
     kind: JobKind = BATCH_JOB,
     job_name: str = "",
-    need: devices.Need | None = None,
+    need: deviceneed.Need | None = None,
 ) -> capacity.Candidate:
     """One worker's verdict: ``look_at_worker``, then capacity.evaluate on its queues (and
     its devices, for a job that claims some)."""
@@ -69,7 +76,7 @@ def verdict_of(
     looked: WorkerLook,
     request: capacity.Request,
     manager_flavors: Mapping[str, Obj],
-    need: devices.Need | None = None,
+    need: deviceneed.Need | None = None,
     tas_need: topology.Need | None = None,
 ) -> capacity.Candidate:
     """The dispatcher's verdict: quota (``capacity.evaluate``), then devices

@@ -19,7 +19,7 @@ from manager.cli.queuechain import by_key
 from manager.controllers.jobkinds.base import JobKind
 from manager.core import tas_summary
 from manager.core.tas import TopologySnapshot
-from manager.federation.decisions import capacity, devices
+from manager.federation.decisions import capacity, deviceinventory
 from manager.federation.engine.lookups import foreign_reason
 from manager.federation.settings import TOPOLOGY_REPORT
 from manager.federation.workers import kubeconfig
@@ -38,7 +38,7 @@ class WorkerRead:
     view: capacity.WorkerView
     serves_kind: bool
     blocked: str | None
-    devices: devices.WorkerDevices | None = None
+    devices: deviceinventory.WorkerDevices | None = None
     """Its devices as the dispatcher's informers hold them (None: it serves no DRA, or the
     job claims no devices and they were not read)."""
     catalogue: dra.DeviceCatalogue | None = None
@@ -98,7 +98,7 @@ async def _read_topology(api: KubeApi, namespace: str) -> dict[str, TopologySnap
 
 async def _read_devices(
     api: KubeApi,
-) -> tuple[devices.WorkerDevices | None, dra.DeviceCatalogue | None]:
+) -> tuple[deviceinventory.WorkerDevices | None, dra.DeviceCatalogue | None]:
     """The objects the dispatcher's device informers follow, listed once, as placement and
     as a charge read them (None: the worker does not serve resource.k8s.io/v1)."""
     if not await discovery.serves(api, R.RESOURCE_SLICES):
@@ -109,7 +109,9 @@ async def _read_devices(
     catalogue = dra.DeviceCatalogue(
         {c["metadata"]["name"]: c for c in classes["items"]}, slices["items"]
     )
-    return devices.worker_devices(slices["items"], claims["items"], classes["items"]), catalogue
+    return deviceinventory.worker_devices(
+        slices["items"], claims["items"], classes["items"]
+    ), catalogue
 
 
 async def worker_kubeconfig(

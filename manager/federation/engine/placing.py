@@ -21,6 +21,8 @@ from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import (
     capacity,
     choosing,
+    deviceinventory,
+    deviceneed,
     devices,
     eligibility,
     many,
@@ -60,10 +62,12 @@ class PlacingReader:
         self.registry = look.registry
         self.settings = look.settings
         self.records = look.records
-        self._needs: OrderedDict[str, tuple[tuple[object, ...], devices.Need]] = OrderedDict()
-        self._inventories: dict[str, tuple[int, devices.Inventory, dict[str, tuple[str, ...]]]]
+        self._needs: OrderedDict[str, tuple[tuple[object, ...], deviceneed.Need]] = OrderedDict()
+        self._inventories: dict[
+            str, tuple[int, deviceinventory.Inventory, dict[str, tuple[str, ...]]]
+        ]
         self._inventories = {}
-        self._taken: dict[str, tuple[int, devices.Taken]] = {}
+        self._taken: dict[str, tuple[int, deviceinventory.Taken]] = {}
 
     # -- what the workload needs and where it may go ----------------------------------------
 
@@ -161,14 +165,14 @@ class PlacingReader:
         used = references.of_objects(namespace, (obj, self.look.manager_job(obj)))
         return references.refusal(policy, used, namespace=namespace, worker=name)
 
-    async def device_need(self, obj: Obj) -> devices.Need:
+    async def device_need(self, obj: Obj) -> deviceneed.Need:
         """What each pod of the workload asks of a worker's devices: its pod sets' claims
         from the namespace's ResourceClaimTemplates as they are on the manager (read once
         per workload and admission, and remembered), times the admitted pod counts."""
         pod_sets = (obj.get("spec") or {}).get("podSets") or []
         names = dra.template_names(pod_sets)
         if not names:
-            return devices.Need()
+            return deviceneed.Need()
         admission = ws.status_of(obj).get("admission") or {}
         pods = {
             str(psa.get("name", "")): int(psa["count"])
@@ -189,14 +193,14 @@ class PlacingReader:
                 )
             except errors.NotFound:
                 log.info("workload %s: ResourceClaimTemplate %s not found", key, name)
-        need = devices.need_of(pod_sets, templates, pods)
+        need = deviceneed.need_of(pod_sets, templates, pods)
         self._needs[key] = (stamp, need)
         self._needs.move_to_end(key)
         while len(self._needs) > DEVICE_NEEDS:
             self._needs.popitem(last=False)
         return need
 
-    def worker_devices(self, remote: RemoteCluster) -> devices.WorkerDevices | None:
+    def worker_devices(self, remote: RemoteCluster) -> deviceinventory.WorkerDevices | None:
         """The worker's devices as the check reads them, from its informers; the inventory
         rebuilt only when its slices or classes changed, what is taken when its claims did."""
         if not remote.serves_devices:
@@ -206,21 +210,21 @@ class PlacingReader:
         if inv is None or inv[0] != remote.device_generation:
             inv = (
                 remote.device_generation,
-                devices.inventory(slices),
-                devices.device_classes(classes),
+                deviceinventory.inventory(slices),
+                deviceinventory.device_classes(classes),
             )
             self._inventories[remote.name] = inv
         held = self._taken.get(remote.name)
         if held is None or held[0] != remote.claims_generation:
-            held = (remote.claims_generation, devices.taken(claims))
+            held = (remote.claims_generation, deviceinventory.taken(claims))
             self._taken[remote.name] = held
-        return devices.WorkerDevices(inv[1], held[1], inv[2])
+        return deviceinventory.WorkerDevices(inv[1], held[1], inv[2])
 
     def candidates(
         self,
         obj: Obj,
         clusters: list[str],
-        need: devices.Need | None = None,
+        need: deviceneed.Need | None = None,
         *,
         without: Placement | None = None,
         refusals: dict[str, str] | None = None,
