@@ -39,7 +39,8 @@ from manager.core.model import (
     WorkloadKey,
 )
 from manager.core.pending import PendingWorkload
-from manager.core.preemption import Preemptor, Target
+from manager.core.preemption import Preemptor
+from manager.core.preemptionrules import Target
 from manager.core.queues import QueueManager
 from manager.core.reasons import PendingKind, PendingReason
 
