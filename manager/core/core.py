@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from manager.core import reasons
-from manager.core.cache import INACTIVE_STOPPED, Cache, ClusterQueueState
+from manager.core.cache import INACTIVE_STOPPED, Cache
+from manager.core.cachestate import ClusterQueueState
 from manager.core.coreviews import CoreViews
 from manager.core.decisions import Admission, CycleResult, Evict, EvictionReason, Pending
 from manager.core.model import (

@@ -20,7 +20,7 @@ from enum import IntEnum
 from typing import Protocol
 
 from manager.core import quota, reasons, tas_admission
-from manager.core.cache import ClusterQueueState
+from manager.core.cachestate import ClusterQueueState
 from manager.core.decisions import Admission, PodSetAssignment
 from manager.core.model import (
     PODS,

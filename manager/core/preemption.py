@@ -25,7 +25,7 @@ from __future__ import annotations
 from operator import itemgetter
 
 from manager.core import fairsharing, quota
-from manager.core.cache import AdmittedWorkload, ClusterQueueState
+from manager.core.cachestate import AdmittedWorkload, ClusterQueueState
 from manager.core.flavorassigner import Granular, Mode
 from manager.core.model import BorrowWithinCohortPolicy, FlavorResource
 from manager.core.preemptionrules import Candidate, PreemptionRules, Target, Variant

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from manager.core import quota
-from manager.core.cache import AdmittedWorkload, Cache, ClusterQueueState, CohortState
+from manager.core.cache import Cache
+from manager.core.cachestate import AdmittedWorkload, ClusterQueueState, CohortState
 from manager.core.decisions import PreemptionReason
 from manager.core.model import (
     BorrowWithinCohortPolicy,

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from manager.core import fairsharing, quota, reasons, tas_admission
-from manager.core.cache import AdmittedWorkload, Cache, ClusterQueueState
+from manager.core.cache import Cache
+from manager.core.cachestate import AdmittedWorkload, ClusterQueueState
 from manager.core.decisions import Admit, Preempt, Victim
 from manager.core.flavorassigner import Assignment, FlavorAssigner, Mode
 from manager.core.model import (
