@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from manager.api import constants as C
-from manager.api import dra
+from manager.api import dra, draclaims
 from manager.api.view import at
 from manager.cli import snapshot
 from manager.cli.common import CliError, usage_error
@@ -45,7 +45,7 @@ async def device_need(api: KubeApi, namespace: str, pod_sets: list[Obj]) -> devi
     """What each pod asks of a worker's devices, from the manager's ResourceClaimTemplates
     (as the dispatcher reads them when it places the workload)."""
     templates: dict[str, Obj] = {}
-    for name in dra.template_names(pod_sets):
+    for name in draclaims.template_names(pod_sets):
         with contextlib.suppress(errors.NotFound):
             templates[name] = await api.get(R.RESOURCE_CLAIM_TEMPLATES, name, namespace)
     return deviceneed.need_of(pod_sets, templates)
@@ -162,7 +162,7 @@ async def predict(
     clusters = federation[2] if federation is not None else []
     pod_sets = kind.workload_pod_sets(resolved)
     need = await device_need(api, job_ns, pod_sets)
-    read_devices = bool(need) or dra.needs_catalogue(pod_sets, mappings)
+    read_devices = bool(need) or draclaims.needs_catalogue(pod_sets, mappings)
     looks = list(
         await asyncio.gather(
             *(

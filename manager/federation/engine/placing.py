@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import replace
 
 from manager.api import constants as C
-from manager.api import dra, quantity
+from manager.api import draclaims, quantity
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import (
@@ -170,7 +170,7 @@ class PlacingReader:
         from the namespace's ResourceClaimTemplates as they are on the manager (read once
         per workload and admission, and remembered), times the admitted pod counts."""
         pod_sets = (obj.get("spec") or {}).get("podSets") or []
-        names = dra.template_names(pod_sets)
+        names = draclaims.template_names(pod_sets)
         if not names:
             return deviceneed.Need()
         admission = ws.status_of(obj).get("admission") or {}
