@@ -8,7 +8,7 @@ import asyncio
 import click
 
 from manager.api import constants as C
-from manager.cli import clusterstatus, registration, rotation
+from manager.cli import clusterstatus, registration, rotation, workerobjects
 from manager.cli.common import CliError, console, from_kube_error, read_text, run, warn
 from manager.cli.durations import Duration
 from manager.cli.options import output_option
@@ -50,8 +50,8 @@ async def _add(
     wait: bool,
     timeout: float,
 ) -> None:
-    registration.check_name(name)
-    checked = registration.check_worker_kubeconfig(
+    workerobjects.check_name(name)
+    checked = workerobjects.check_worker_kubeconfig(
         read_text(kubeconfig_file), context=worker_context, source=kubeconfig_file
     )
     out, err = console(), console(stderr=True)

@@ -14,7 +14,7 @@ from kubernetes_asyncio.client import CoreV1Api
 from manager.cli.common import EXIT_UNREACHABLE, CliError, from_kube_error
 from manager.cli.kubeconfigs import connect_dict
 from manager.cli.logsources import LineSplitter, Source, pod_selector
-from manager.cli.registration import secret_of
+from manager.cli.workerobjects import secret_of
 from manager.controllers.jobkinds.base import JobKind
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
