@@ -25,6 +25,7 @@ DEFAULT_NAMESPACE = "kueue-system"
 """kfed's own namespace on the manager (``--kfed-namespace``, $KFED_NAMESPACE)."""
 DEFAULT_OBJECTS_NAMESPACE = "default"
 """The objects' namespace when the kubeconfig context names none (as kubectl)."""
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
