@@ -5,6 +5,9 @@ Several replicas may run: they elect a leader on a Lease in ``--namespace``; onl
 leader acts. A replica that loses leadership (its API server away for longer than the
 renew deadline, say) stops everything the leader does, stands by, and leads again when it
 wins the Lease back. SIGTERM stops it cleanly and hands leadership over at once.
+
+The servers that start against the API server (the Job webhook, the aggregated visibility
+API) are serving.py's.
 """
 
 from __future__ import annotations
@@ -16,9 +19,7 @@ import ipaddress
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 from manager import configfile
 from manager.api import knobs
@@ -26,19 +27,15 @@ from manager.controllers.flags import add_controller_flags, controller_settings_
 from manager.federation.runtime import FederationController
 from manager.federation.settings import FederationSettings, duration
 from manager.federation.webhooks.admission_webhook import ManagerWebhook
-from manager.federation.webhooks.webhookconfig import ServiceReference
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, running_in_cluster
-from manager.kube.backoff import Backoff
 from manager.kube.clientflags import (
     add_client_connection_flags,
     apply_client_connection,
     client_connection_problem,
 )
 from manager.kube.leader import LeaderElectionConfig, LeaderElector
-from manager.kube.tasks import stop_tasks
-from manager.observability.aggregated import AggregatedVisibilityServer
 from manager.observability.entrypoint import run_process
 from manager.observability.secureflags import (
     add_secure_serving_flags,
@@ -47,6 +44,7 @@ from manager.observability.secureflags import (
 )
 from manager.observability.server import ObservabilityServer
 from manager.observability.sources import ManagerSource
+from manager.serving import serve_visibility, serve_webhook, until_reachable
 from manager.telemetry.metrics import Metrics
 
 log = logging.getLogger("manager")
@@ -213,103 +211,6 @@ def _apply_config_file(p: argparse.ArgumentParser, argv: list[str] | None) -> li
 
 def settings_from(args: argparse.Namespace) -> FederationSettings:
     return knobs.from_flags(FederationSettings, args, manager_identity=args.identity)
-
-
-T = TypeVar("T")
-
-
-async def until_reachable(what: str, call: Callable[[], Awaitable[T]]) -> T:
-    """``call()``, again and again while the API server cannot answer it (not up yet: a
-    manager started before its control plane, or while that restarts), with capped,
-    jittered backoff; any other error is raised at once."""
-    backoff = Backoff(initial=0.5, cap=10.0)
-    while True:
-        try:
-            return await call()
-        except errors.RETRYABLE as err:
-            delay = backoff.next_delay()
-            log.warning("%s: %s; trying again in %.1fs", what, err, delay)
-            await asyncio.sleep(delay)
-
-
-def new_webhook(api: KubeApi, args: argparse.Namespace) -> ManagerWebhook:
-    return ManagerWebhook(
-        api,
-        host=args.webhook_host,
-        port=args.webhook_port,
-        cert_dir=args.webhook_cert_dir,
-        cert_secret=(
-            (args.namespace, args.webhook_cert_secret) if args.webhook_cert_secret else None
-        ),
-        register_url_host=args.register_webhook_host,
-        service=(
-            ServiceReference(args.namespace, args.webhook_service, port=args.webhook_service_port)
-            if args.webhook_service
-            else None
-        ),
-    )
-
-
-async def serve_webhook(
-    api: KubeApi, args: argparse.Namespace, started: asyncio.Future[ManagerWebhook]
-) -> None:
-    """The Job webhook, until cancelled. Its start reads or writes the API server (the shared
-    certificate, the registration): while that cannot answer, a fresh webhook is started
-    again, backing off. ``started`` gets the webhook that started."""
-
-    async def attempt() -> None:
-        webhook = new_webhook(api, args)
-
-        async def announce() -> None:
-            await webhook.started.wait()
-            if not started.done():
-                started.set_result(webhook)
-
-        announcing = asyncio.create_task(announce(), name="webhook/started")
-        try:
-            await webhook.run()
-        except errors.RETRYABLE as err:
-            if webhook.started.is_set():  # not seen: once started, its informers retry
-                raise RuntimeError(f"the Job webhook failed: {err}") from err
-            raise  # not started: until_reachable starts a fresh one
-        finally:
-            await stop_tasks([announcing])
-
-    await until_reachable("the Job webhook cannot start", attempt)
-
-
-async def serve_visibility(
-    api: KubeApi,
-    observed: ManagerSource,
-    webhook_started: asyncio.Future[ManagerWebhook],
-    args: argparse.Namespace,
-) -> None:
-    """The aggregated visibility API, once the webhook has its serving certificate. One that
-    cannot start (no front proxy configured, its settings unreadable) is logged and tried
-    again later, backing off; the rest of the manager runs on meanwhile."""
-    webhook = await webhook_started
-    backoff = Backoff(initial=5.0, cap=300.0)
-    while True:
-        server = AggregatedVisibilityServer(
-            api,
-            observed.cluster_state,
-            args.visibility_host or args.webhook_host,
-            args.visibility_port,
-            webhook.cert_dir,
-        )
-        try:
-            await server.start()
-        except (errors.KubeError, ValueError, OSError) as err:
-            delay = backoff.next_delay()
-            log.error(
-                "not serving the aggregated visibility API (%s); trying again in %.0fs", err, delay
-            )
-            await asyncio.sleep(delay)
-            continue
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await server.stop()
 
 
 async def run(args: argparse.Namespace) -> None:

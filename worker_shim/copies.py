@@ -15,7 +15,7 @@ import logging
 from manager.api import constants as C
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
-from manager.federation.workers.remote import FEDERATED_KINDS, KINDS_RECHECK_SECONDS
+from manager.federation.workers.remoteobjects import FEDERATED_KINDS, KINDS_RECHECK_SECONDS
 from manager.kube import discovery, errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi

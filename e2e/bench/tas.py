@@ -22,7 +22,8 @@ import time
 import tracemalloc
 
 from manager.core.model import PodSetName, ResourceName, TopologyRequest
-from manager.core.tas import HOSTNAME, Node, PodSetRequest, Topology, TopologySnapshot
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, Node, PodSetRequest, Topology
 
 GPU = ResourceName("nvidia.com/gpu")
 BLOCK, RACK = "block", "rack"

@@ -29,7 +29,8 @@ from typing import Any
 
 from e2e.bench.tas import nodes
 from manager.core.model import TopologyRequest
-from manager.core.tas import HOSTNAME, Topology, TopologySnapshot
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, Topology
 from manager.core.tas_summary import snapshot_of, summarize
 from manager.federation.decisions import capacity, topology
 from manager.federation.decisions.topology import Need, PodSetNeed

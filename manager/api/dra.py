@@ -12,16 +12,20 @@ Pure: objects in (pod sets, ResourceClaimTemplates, the mapping), a charge or a 
 out. The job controller reads the templates once, when it creates the Workload, and records
 the charge on it (``CHARGE_ANNOTATION``); the conversion to the admission core adds it to
 the pod set's requests, so the core never sees DRA at all. See docs/dra.md.
+
+The claims of the pod sets are read in draclaims.py; what a Workload records of the charge
+is draannotations.py's.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from manager.api import dracel, dracounters, draextended, view
+from manager.api.draclaims import Unsupported, claims_of, devices_per_class, field_error
 
 # The mapping travels with every charge: callers keep naming it ``dra.DeviceClassMappings``.
 from manager.api.dramappings import DeviceClassMapping as DeviceClassMapping
@@ -29,19 +33,6 @@ from manager.api.dramappings import DeviceClassMappings as DeviceClassMappings
 from manager.api.dramappings import parse_device_class_mappings as parse_device_class_mappings
 
 Obj = dict[str, Any]
-
-CHARGE_ANNOTATION = "kfed.io/dra-charge"
-"""On a Workload: per pod set, the quota resources one pod's device claims are charged to,
-as JSON (``{"main": {"example.com/gpu": "2"}}``). Written once, when the Workload is created;
-the admission core adds it to the pod set's requests, on the manager and on the worker that
-gets the copy."""
-REPLACED_ANNOTATION = "kfed.io/dra-extended-resources"
-"""On a Workload: per pod set, the extended resources (``nvidia.com/gpu``) its containers ask
-for that DRA devices serve, as JSON (``{"main": ["nvidia.com/gpu"]}``). They are taken out of
-the pod set's requests: ``CHARGE_ANNOTATION`` charges them, as their DeviceClass's resource."""
-REFUSED_ANNOTATION = "kfed.io/dra-charge-refused"
-"""On a Workload: why its device claims cannot be charged (the Workload is created inactive,
-with that reason in its QuotaReserved condition)."""
 
 # Upstream's wording (pkg/controller/core/workload_controller.go, handleDRA), so that what
 # people search for or alert on reads the same under kfed.
@@ -110,83 +101,8 @@ class DeviceCatalogue:
     slices: Sequence[Obj] = ()
 
 
-def _claims(pod_set: Mapping[str, Any]) -> list[Obj]:
-    claims = view.items(pod_set, "template", "spec", "resourceClaims")
-    return [c for c in claims if isinstance(c, dict)]
-
-
-def template_names(pod_sets: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The ResourceClaimTemplates the pod sets reference, each once, in order."""
-    names: list[str] = []
-    for ps in pod_sets:
-        for claim in _claims(ps):
-            name = claim.get("resourceClaimTemplateName")
-            if name and name not in names:
-                names.append(str(name))
-    return names
-
-
-def has_claims(pod_sets: Iterable[Mapping[str, Any]]) -> bool:
-    return any(_claims(ps) for ps in pod_sets)
-
-
-def _field_error(path: str, kind: str, bad_value: object, detail: str = "") -> str:
-    """A Kubernetes field error as Go's ``field.Error.Error()`` renders it:
-    ``path: Invalid value: "All": detail``."""
-    message = f"{path}: {kind}: {json.dumps(bad_value)}"
-    return f"{message}: {detail}" if detail else message
-
-
-class _Unsupported(Exception):
-    def __init__(self, path: str, bad_value: object, detail: str) -> None:
-        super().__init__(detail)
-        self.path, self.bad_value, self.detail = path, bad_value, detail
-
-
-def devices_per_class(template: Mapping[str, Any]) -> dict[str, int]:
-    """Devices one claim made from ``template`` asks for, per DeviceClass. Raises
-    _Unsupported for what upstream refuses to charge: ``firstAvailable``, a request without
-    ``exactly``, ``allocationMode: All`` (or a mode it does not know). ``adminAccess``
-    requests are free (they observe devices others hold); ``selectors`` narrow the devices
-    but not their number, so they count as written."""
-    out: dict[str, int] = {}
-    for i, request in enumerate(view.items(template, "spec", "spec", "devices", "requests")):
-        at = f"devices.requests[{i}]"
-        if request.get("firstAvailable") is not None:
-            raise _Unsupported(at, None, "FirstAvailable device selection is not supported")
-        exactly = request.get("exactly")
-        if exactly is None:
-            raise _Unsupported(at, None, "Exactly must be set if FirstAvailable is nil")
-        if exactly.get("adminAccess"):
-            continue
-        mode = exactly.get("allocationMode") or "ExactCount"
-        if mode == "All":
-            raise _Unsupported(
-                f"{at}.exactly.allocationMode", "All", "AllocationMode 'All' is not supported"
-            )
-        if mode != "ExactCount":
-            raise _Unsupported(
-                f"{at}.exactly.allocationMode", mode, f"unsupported allocation mode: {mode}"
-            )
-        device_class = exactly.get("deviceClassName") or ""
-        if not device_class:
-            continue
-        count = exactly.get("count")
-        out[device_class] = out.get(device_class, 0) + (1 if count is None else int(count))
-    return out
-
-
 def _add(into: dict[str, int], resource: str, amount: int) -> None:
     into[resource] = into.get(resource, 0) + amount
-
-
-def needs_catalogue(pod_sets: Sequence[Mapping[str, Any]], mappings: DeviceClassMappings) -> bool:
-    """Whether a charge of these pod sets may read DeviceClasses or ResourceSlices: some
-    container asks for an extended resource (a DeviceClass may serve it), or a mapping counts
-    partitions by a counter and the pods claim devices."""
-    if mappings.counter_based and has_claims(pod_sets):
-        return True
-    return any(draextended.pod_requests(ps, i) for i, ps in enumerate(pod_sets))
 
 
 def charge(
@@ -212,7 +128,7 @@ def charge(
 
     The first problem found is the one reported, with upstream's field path and words."""
     for i, ps in enumerate(pod_sets):
-        for j, claim in enumerate(_claims(ps)):
+        for j, claim in enumerate(claims_of(ps)):
             if claim.get("resourceClaimName"):
                 return Refused(
                     f"{RESOURCE_CLAIMS_MESSAGE}: spec.podSets[{i}].template.spec."
@@ -258,7 +174,7 @@ def _counted_by_number(
     """Step 2 for pod set ``i``: its templates' devices, by number, per quota resource."""
     name = str(ps.get("name", "main"))
     aggregated: dict[str, int] = {}
-    for j, claim in enumerate(_claims(ps)):
+    for j, claim in enumerate(claims_of(ps)):
         template_name = claim.get("resourceClaimTemplateName")
         if not template_name:
             continue
@@ -273,8 +189,8 @@ def _counted_by_number(
             return TemplateMissing(template_name, f"{at}: Internal error: {detail}")
         try:
             counts = devices_per_class(template)
-        except _Unsupported as err:
-            message = _field_error(
+        except Unsupported as err:
+            message = field_error(
                 f"{at}.{err.path}",
                 "Invalid value",
                 err.bad_value,
@@ -284,7 +200,7 @@ def _counted_by_number(
         for device_class in sorted(counts):
             resource = mappings.resource_for(device_class)
             if resource is None:
-                message = _field_error(
+                message = field_error(
                     f"{at}.resourceClaimTemplateName",
                     "Not found",
                     f"DeviceClass {device_class} is not mapped in DRA configuration for "
@@ -310,7 +226,7 @@ def _extended(
         device_class = str(served_by["metadata"]["name"])
         quota_key = mappings.resource_for(device_class) or resource
         if mappings.counters_for(device_class):
-            message = _field_error(
+            message = field_error(
                 request.path,
                 "Invalid value",
                 resource,
@@ -321,7 +237,7 @@ def _extended(
             return Refused(message, message)
         for path, value in request.per_container:
             if draextended.whole(value) is None:
-                message = _field_error(
+                message = field_error(
                     path,
                     "Invalid value",
                     value.canonical(),
@@ -341,7 +257,7 @@ def _counted_by_counters(
 ) -> dict[str, int] | Refused | DevicesUnknown:
     """Step 4 for pod set ``i``: requests of counter-charged classes, per quota resource."""
     aggregated: dict[str, int] = {}
-    for j, claim in enumerate(_claims(ps)):
+    for j, claim in enumerate(claims_of(ps)):
         template = templates.get(str(claim.get("resourceClaimTemplateName") or ""))
         if template is None:
             continue
@@ -365,7 +281,7 @@ def _counted_by_counters(
             own = dracel.selector_expressions(exactly.get("selectors"))
             for n, expression in enumerate(own):
                 if why := dracel.compile_problem(expression):
-                    message = _field_error(
+                    message = field_error(
                         f"{at}.exactly.selectors[{n}].cel.expression",
                         "Invalid value",
                         expression,
@@ -385,41 +301,3 @@ def _counted_by_counters(
                     return DevicesUnknown(f"{at}: Internal error: {amount.message}")
                 _add(aggregated, resource, amount)
     return aggregated
-
-
-def recorded_replaced(annotations: Mapping[str, str] | None) -> dict[str, tuple[str, ...]]:
-    """The extended resources a Workload records as served by DRA (``REPLACED_ANNOTATION``),
-    per pod set; ValueError when it is not the JSON kfed writes."""
-    text = (annotations or {}).get(REPLACED_ANNOTATION)
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"annotation {REPLACED_ANNOTATION} is not JSON: {err.msg}") from None
-    if not isinstance(raw, dict) or not all(
-        isinstance(v, list) and all(isinstance(n, str) for n in v) for v in raw.values()
-    ):
-        raise ValueError(f'annotation {REPLACED_ANNOTATION} must map pod sets to ["resource"]')
-    return {str(ps): tuple(names) for ps, names in raw.items()}
-
-
-def recorded_charge(annotations: Mapping[str, str] | None) -> dict[str, dict[str, str]]:
-    """The charge a Workload carries (``CHARGE_ANNOTATION``), per pod set; quantities as
-    written. Empty when it has none; a value that is not the JSON kfed writes raises
-    ValueError."""
-    text = (annotations or {}).get(CHARGE_ANNOTATION)
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"annotation {CHARGE_ANNOTATION} is not JSON: {err.msg}") from None
-    if not isinstance(raw, dict) or not all(
-        isinstance(v, dict) and all(isinstance(q, str | int) for q in v.values())
-        for v in raw.values()
-    ):
-        raise ValueError(
-            f'annotation {CHARGE_ANNOTATION} must map pod sets to {{"resource": "quantity"}}'
-        )
-    return {str(ps): {str(r): str(q) for r, q in res.items()} for ps, res in raw.items()}

@@ -8,23 +8,13 @@ import asyncio
 import click
 
 from manager.api import constants as C
-from manager.cli import clusterstatus, registration, rotation
-from manager.cli.common import (
-    CliError,
-    Duration,
-    Target,
-    connect_manager,
-    connection_options,
-    console,
-    from_kube_error,
-    output_option,
-    read_text,
-    run,
-    target_of,
-    warn,
-)
+from manager.cli import clusterstatus, registration, rotation, workerobjects
+from manager.cli.common import CliError, console, from_kube_error, read_text, run, warn
+from manager.cli.durations import Duration
+from manager.cli.options import output_option
 from manager.cli.rollback import Rollback, rollback_summary
 from manager.cli.tables import print_data, print_names, table
+from manager.cli.target import Target, connect_manager, connection_options, target_of
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
 
@@ -60,8 +50,8 @@ async def _add(
     wait: bool,
     timeout: float,
 ) -> None:
-    registration.check_name(name)
-    checked = registration.check_worker_kubeconfig(
+    workerobjects.check_name(name)
+    checked = workerobjects.check_worker_kubeconfig(
         read_text(kubeconfig_file), context=worker_context, source=kubeconfig_file
     )
     out, err = console(), console(stderr=True)

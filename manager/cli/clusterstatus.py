@@ -11,7 +11,8 @@ from typing import Any
 from manager.api import constants as C
 from manager.api import federated
 from manager.api.view import at, items
-from manager.cli.common import CliError, connect_dict, from_kube_error
+from manager.cli.common import CliError, from_kube_error
+from manager.cli.kubeconfigs import connect_dict
 from manager.cli.tables import amount
 from manager.controllers import conditions
 from manager.federation.decisions import capacity

@@ -12,17 +12,10 @@ import click
 
 from manager.api import crdgen
 from manager.api.kinds import KUEUE_KINDS
-from manager.cli.common import (
-    CliError,
-    Target,
-    connect,
-    connection_options,
-    console,
-    renamed_option,
-    run,
-    take_renamed,
-    target_of,
-)
+from manager.cli.common import CliError, console, run
+from manager.cli.kubeconfigs import connect
+from manager.cli.options import renamed_option, take_renamed
+from manager.cli.target import Target, connection_options, target_of
 from manager.kube import errors
 from manager.kube.resources import CRDS
 

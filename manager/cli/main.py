@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from manager.cli import cluster, common, completion, crds, logs, submit, whatif, workloads
+from manager.cli import cluster, completion, crds, logs, submit, target, whatif, workloads
 from manager.cli.drills import command as drills
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kfed")
-@common.connection_options(legacy_namespace=False)  # also before the subcommand
-@common.objects_namespace_option
+@target.connection_options(legacy_namespace=False)  # also before the subcommand
+@target.objects_namespace_option
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -31,7 +31,7 @@ def main(
     1 failed or timed out, 2 bad input or usage, 3 a cluster cannot be reached, 4 a drill
     saw a double run, 130 interrupted. Shell completion: kfed completion bash|zsh|fish.
     """
-    common.remember_group_target(ctx, kubeconfig, context, kfed_namespace, namespace)
+    target.remember_group_target(ctx, kubeconfig, context, kfed_namespace, namespace)
 
 
 main.add_command(crds.command)

@@ -6,6 +6,9 @@ fits, borrows, preempts, waits or never); then the dispatcher evaluates every wo
 queue's MultiKueueConfig with ``manager.federation.decisions.capacity`` and picks one by its scoring
 rule. Workers are read with the kubeconfigs the manager holds in its Secrets, from where the
 CLI runs.
+
+The manager's side of the federation is read in queuechain.py, each worker in
+workerread.py, and judged as the dispatcher judges it in workerlook.py.
 """
 
 from __future__ import annotations
@@ -13,331 +16,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from manager.api import constants as C
-from manager.api import dra, federated
-from manager.api.view import at, labels_of
+from manager.api import dra, draclaims
+from manager.api.view import at
 from manager.cli import snapshot
-from manager.cli.common import CliError, connect_dict, usage_error
+from manager.cli.common import CliError, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
 from manager.cli.manageradmission import Outcome, decide, workload_of
+from manager.cli.queuechain import multikueue_config, read_queue_chain
 from manager.cli.tables import amount
-from manager.controllers import conditions, devicecatalogue, jobs, jobworkload
-from manager.controllers.jobkinds.base import JobKind, MissingReference
+from manager.cli.workerlook import WorkerLook, look_at_worker, verdict_of
+from manager.controllers import devicecatalogue, jobs, jobworkload
+from manager.controllers.jobkinds.base import MissingReference
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
-from manager.core import tas_summary
-from manager.core.tas import TopologySnapshot
-from manager.federation.decisions import (
-    capacity,
-    colocation,
-    devices,
-    eligibility,
-    references,
-    topology,
-)
-from manager.federation.engine.lookups import foreign_reason
-from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, TOPOLOGY_REPORT
-from manager.federation.workers import kubeconfig
-from manager.kube import discovery, errors
+from manager.federation.decisions import capacity, colocation, deviceneed, references, topology
+from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
+from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 
 Obj = dict[str, Any]
 
 
-# -- the federation as the manager sees it ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class QueueChain:
-    """A LocalQueue and the ClusterQueue it points to, as far as they exist on the manager.
-    Each caller words the missing link in its own terms (and exit code)."""
-
-    local_queue: Obj | None
-    cluster_queue_name: str
-    cluster_queue: Obj | None
-
-
-async def read_queue_chain(api: KubeApi, namespace: str, queue: str) -> QueueChain:
-    try:
-        lq = await api.get(R.LOCAL_QUEUES, queue, namespace)
-    except errors.NotFound:
-        return QueueChain(None, "", None)
-    cq_name = str(at(lq, "spec").get("clusterQueue") or "")
-    try:
-        cq: Obj | None = await api.get(R.CLUSTER_QUEUES, cq_name)
-    except errors.NotFound:
-        cq = None
-    return QueueChain(lq, cq_name, cq)
-
-
-async def multikueue_config(api: KubeApi, cq: Obj) -> tuple[str, str, list[str]] | None:
-    """(AdmissionCheck, MultiKueueConfig, its clusters) of a ClusterQueue; None when the
-    queue has no MultiKueue check (its jobs run on the manager). The same answer as the
-    manager's (``api/federated.py``), from one LIST of each kind."""
-    checks = _by_key((await api.list(R.ADMISSION_CHECKS))["items"])
-    configs = _by_key((await api.list(R.MULTIKUEUE_CONFIGS))["items"])
-    found = federated.federation_of(cq, checks.get, configs.get)
-    if found is None:
-        return None
-    return found.check, found.config, list(found.clusters)
-
-
-def _by_key(items: list[Obj]) -> dict[str, Obj]:
-    result = {}
-    for obj in items:
-        meta = obj["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
-        result[str(key)] = obj
-    return result
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerRead:
-    """What one read of a worker tells: its queues, and the facts of eligibility that only the
-    worker knows (it serves the job's kind; an object of the job's name is there already)."""
-
-    view: capacity.WorkerView
-    serves_kind: bool
-    blocked: str | None
-    devices: devices.WorkerDevices | None = None
-    """Its devices as the dispatcher's informers hold them (None: it serves no DRA, or the
-    job claims no devices and they were not read)."""
-    catalogue: dra.DeviceCatalogue | None = None
-    """Its DeviceClasses and ResourceSlices as a charge reads them (read with ``devices``)."""
-    topology: Mapping[str, TopologySnapshot] | None = None
-    """TAS: its shim's report (``kfed-topology``), worker flavor -> domain tree."""
-
-
-async def _read_worker(
-    name: str,
-    order: int,
-    checked: kubeconfig.CheckedKubeconfig,
-    namespace: str,
-    kind: JobKind,
-    job_name: str,
-    with_devices: bool = False,
-    report_namespace: str = "kueue-system",
-) -> WorkerRead:
-    api = await connect_dict(checked.config, checked.context, name=name)
-    try:
-        lqs, cqs, rfs = await asyncio.gather(
-            api.list(R.LOCAL_QUEUES, namespace),
-            api.list(R.CLUSTER_QUEUES),
-            api.list(R.RESOURCE_FLAVORS),
-        )
-        serves = await discovery.serves(api, kind.resource)
-        blocked = None
-        if serves and job_name:
-            with contextlib.suppress(errors.NotFound):
-                there = await api.get(kind.resource, job_name, namespace)
-                # Ours (any manager's copy) carry the origin label; anything else is foreign,
-                # and the dispatcher would leave it alone and not place there.
-                if not labels_of(there).get(C.MULTIKUEUE_ORIGIN_LABEL):
-                    blocked = foreign_reason(kind.resource.kind, there)
-        worker_devices, catalogue = await _read_devices(api) if with_devices else (None, None)
-        trees = await _read_topology(api, report_namespace)
-    finally:
-        await api.close()
-    view = capacity.WorkerView(
-        name=name,
-        local_queues=_by_key(lqs["items"]),
-        cluster_queues=_by_key(cqs["items"]),
-        flavors=_by_key(rfs["items"]),
-        order=order,
-    )
-    return WorkerRead(view, serves, blocked, worker_devices, catalogue, trees)
-
-
-async def _read_topology(api: KubeApi, namespace: str) -> dict[str, TopologySnapshot]:
-    """TAS: the worker shim's report of its racks, as the dispatcher reads it ({}: none)."""
-    try:
-        report = await api.get(R.CONFIGMAPS, TOPOLOGY_REPORT, namespace)
-    except (errors.NotFound, errors.Forbidden):
-        return {}
-    return tas_summary.trees_of(report.get("data") or {})[0]
-
-
-async def _read_devices(
-    api: KubeApi,
-) -> tuple[devices.WorkerDevices | None, dra.DeviceCatalogue | None]:
-    """The objects the dispatcher's device informers follow, listed once, as placement and
-    as a charge read them (None: the worker does not serve resource.k8s.io/v1)."""
-    if not await discovery.serves(api, R.RESOURCE_SLICES):
-        return None, None
-    slices, claims, classes = await asyncio.gather(
-        api.list(R.RESOURCE_SLICES), api.list(R.RESOURCE_CLAIMS), api.list(R.DEVICE_CLASSES)
-    )
-    catalogue = dra.DeviceCatalogue(
-        {c["metadata"]["name"]: c for c in classes["items"]}, slices["items"]
-    )
-    return devices.worker_devices(slices["items"], claims["items"], classes["items"]), catalogue
-
-
-async def device_need(api: KubeApi, namespace: str, pod_sets: list[Obj]) -> devices.Need:
+async def device_need(api: KubeApi, namespace: str, pod_sets: list[Obj]) -> deviceneed.Need:
     """What each pod asks of a worker's devices, from the manager's ResourceClaimTemplates
     (as the dispatcher reads them when it places the workload)."""
     templates: dict[str, Obj] = {}
-    for name in dra.template_names(pod_sets):
+    for name in draclaims.template_names(pod_sets):
         with contextlib.suppress(errors.NotFound):
             templates[name] = await api.get(R.RESOURCE_CLAIM_TEMPLATES, name, namespace)
-    return devices.need_of(pod_sets, templates)
-
-
-async def _worker_kubeconfig(
-    api: KubeApi, mk_cluster: Obj, namespace: str
-) -> kubeconfig.CheckedKubeconfig:
-    name = mk_cluster["metadata"]["name"]
-    location = federated.kubeconfig_source(mk_cluster).secret
-    if location is None:
-        raise CliError(f"MultiKueueCluster {name} does not keep its kubeconfig in a Secret")
-    secret = await api.get(R.SECRETS, location, namespace)
-    try:
-        return kubeconfig.check(kubeconfig.from_secret(secret))
-    except kubeconfig.KubeconfigRejected as err:
-        raise CliError(f"{err.reason}: {err}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerLook:
-    """One worker as ``kfed whatif`` sees it: why no copy may go there (None: one may), and
-    what it holds when it could be read (its queues count for the flavors each worker offers
-    together even where no copy may go now, as in the manager)."""
-
-    refused: capacity.Candidate | None
-    read: WorkerRead | None
-
-
-async def evaluate_worker(
-    api: KubeApi,
-    name: str,
-    order: int,
-    *,
-    request: capacity.Request,
-    manager_flavors: Mapping[str, Obj],
-    namespace: str,
-    allowed: set[str] | None,
-    used: frozenset[references.Reference] = frozenset(),
-    kind: JobKind = BATCH_JOB,
-    job_name: str = "",
-    need: devices.Need | None = None,
-) -> capacity.Candidate:
-    """One worker's verdict: ``look_at_worker``, then capacity.evaluate on its queues (and
-    its devices, for a job that claims some)."""
-    looked = await look_at_worker(
-        api,
-        name,
-        order,
-        job_namespace=request.namespace,
-        namespace=namespace,
-        allowed=allowed,
-        used=used,
-        kind=kind,
-        job_name=job_name,
-        with_devices=bool(need),
-    )
-    return verdict_of(looked, request, manager_flavors, need)
-
-
-def verdict_of(
-    looked: WorkerLook,
-    request: capacity.Request,
-    manager_flavors: Mapping[str, Obj],
-    need: devices.Need | None = None,
-    tas_need: topology.Need | None = None,
-) -> capacity.Candidate:
-    """The dispatcher's verdict: quota (``capacity.evaluate``), then devices
-    (``devices.evaluate``) for a job that claims some, then the racks (``topology.evaluate``)
-    for one placed by topology."""
-    if looked.refused is not None:
-        return looked.refused
-    assert looked.read is not None  # a worker not refused was read
-    candidate = capacity.evaluate(looked.read.view, request, manager_flavors)
-    if need:
-        read = looked.read
-        candidate = devices.evaluate(candidate, read.devices, need, serves=read.devices is not None)
-    if tas_need:
-        candidate = topology.evaluate(candidate, looked.read.topology, tas_need)
-    return candidate
-
-
-async def look_at_worker(
-    api: KubeApi,
-    name: str,
-    order: int,
-    *,
-    job_namespace: str,
-    namespace: str,
-    allowed: set[str] | None,
-    used: frozenset[references.Reference] = frozenset(),
-    kind: JobKind = BATCH_JOB,
-    job_name: str = "",
-    with_devices: bool = False,
-) -> WorkerLook:
-    """The dispatcher's own eligibility rule (``eligibility.refusal``) on facts read here: the
-    MultiKueueCluster, then the worker itself (read whenever it can be)."""
-    facts = await _manager_side_facts(api, name, job_namespace, allowed, used, kind)
-    if not facts.registered or not facts.connected:
-        # Not read: the manager cannot reach it either (and a read might hang until timeout).
-        return WorkerLook(eligibility.refusal(facts), None)
-    unreadable: capacity.Candidate | None = None
-    read: WorkerRead | None = None
-    try:
-        mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-        checked = await _worker_kubeconfig(api, mk_cluster, namespace)
-        read = await _read_worker(
-            name, order, checked, job_namespace, kind, job_name, with_devices, namespace
-        )
-    except CliError as err:
-        unreadable = capacity.Candidate(name, False, f"cannot be read from here: {err.message}")
-    except (errors.KubeError, OSError) as err:
-        unreadable = capacity.Candidate(name, False, f"cannot be read from here: {err}")
-    if read is not None:
-        facts = replace(facts, serves_kind=read.serves_kind, blocked=read.blocked)
-    return WorkerLook(eligibility.refusal(facts) or unreadable, read)
-
-
-async def _manager_side_facts(
-    api: KubeApi,
-    name: str,
-    job_namespace: str,
-    allowed: set[str] | None,
-    used: frozenset[references.Reference],
-    kind: JobKind,
-) -> eligibility.WorkerEligibility:
-    """Eligibility as far as the manager's objects tell it (the worker's own facts are
-    assumed fine until read)."""
-    res = kind.resource
-    base = eligibility.WorkerEligibility(
-        name=name,
-        allowed=allowed is None or name in allowed,
-        namespace=job_namespace,
-        kind=f"{res.kind} ({res.api_version})",
-    )
-    try:
-        mk_cluster = await api.get(R.MULTIKUEUE_CLUSTERS, name)
-    except errors.NotFound:
-        return replace(base, registered=False)
-    active = conditions.find(at(mk_cluster, "status").get("conditions"), C.ACTIVE)
-    connected = active is not None and active.get("status") == "True"
-    detail = (
-        f"{active.get('reason', '')}: {active.get('message', '')}"
-        if active
-        else "no Active condition (is the kfed manager running?)"
-    )
-    return replace(
-        base,
-        namespace_bound=federated.namespace_bound(mk_cluster, job_namespace),
-        references_refusal=references.refusal(
-            references.policy_of(mk_cluster), used, namespace=job_namespace, worker=name
-        ),
-        connected=connected,
-        not_connected_detail="" if connected else detail,
-        maintenance=federated.maintenance_of(mk_cluster),
-    )
+    return deviceneed.need_of(pod_sets, templates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +162,7 @@ async def predict(
     clusters = federation[2] if federation is not None else []
     pod_sets = kind.workload_pod_sets(resolved)
     need = await device_need(api, job_ns, pod_sets)
-    read_devices = bool(need) or dra.needs_catalogue(pod_sets, mappings)
+    read_devices = bool(need) or draclaims.needs_catalogue(pod_sets, mappings)
     looks = list(
         await asyncio.gather(
             *(

@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
-from manager.cli.common import CliError, connect_dict
-from manager.cli.registration import secret_of
+from manager.cli.common import CliError
+from manager.cli.kubeconfigs import connect_dict
+from manager.cli.workerobjects import secret_of
 from manager.federation.workers import credentials, kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R

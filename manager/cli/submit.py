@@ -8,21 +8,15 @@ import click
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from manager.cli import jobfiles, submission
-from manager.cli.common import (
-    EXIT_FAILED,
-    CliError,
-    Duration,
+from manager.cli.common import EXIT_FAILED, CliError, console, read_text, run, usage_error, warn
+from manager.cli.durations import Duration
+from manager.cli.target import (
     Target,
     connect_manager,
     connection_options,
-    console,
     objects_namespace,
     objects_namespace_option,
-    read_text,
-    run,
     target_of,
-    usage_error,
-    warn,
 )
 
 Obj = dict[str, Any]

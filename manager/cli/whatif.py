@@ -11,19 +11,11 @@ from rich.text import Text
 from manager import configfile
 from manager.api import dra
 from manager.cli import jobfiles, prediction
-from manager.cli.common import (
-    Target,
-    connect_manager,
-    connection_options,
-    console,
-    output_option,
-    read_text,
-    run,
-    target_of,
-    usage_error,
-)
+from manager.cli.common import console, read_text, run, usage_error
 from manager.cli.manageradmission import Outcome
+from manager.cli.options import output_option
 from manager.cli.tables import print_data, table
+from manager.cli.target import Target, connect_manager, connection_options, target_of
 from manager.controllers import flags
 
 

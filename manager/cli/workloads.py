@@ -11,20 +11,19 @@ from rich.markup import escape
 from rich.text import Text
 
 from manager.cli import positions, workloadinfo
-from manager.cli.common import (
+from manager.cli.common import console, run
+from manager.cli.options import output_option
+from manager.cli.tables import print_data, print_names, table, to_plain
+from manager.cli.target import (
     Target,
     connect_manager,
     connection_options,
-    console,
     namespace_options,
     namespaced_name,
     objects_namespace,
     objects_namespace_option,
-    output_option,
-    run,
     target_of,
 )
-from manager.cli.tables import print_data, print_names, table, to_plain
 from manager.kube import resources as R
 
 Obj = dict[str, Any]

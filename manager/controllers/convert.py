@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from manager import core
-from manager.api import dra, quantity
+from manager.api import draannotations, quantity
 from manager.api.clusterqueue import ClusterQueue
 from manager.api.cohort import Cohort
 from manager.api.localqueue import LocalQueue
@@ -250,7 +250,7 @@ def dra_requests(wl: Workload) -> dict[str, dict[core.ResourceName, int]]:
     """Per pod set, what one pod's device claims are charged (docs/dra.md), as recorded on
     the Workload when it was created: added to its requests here, on the manager and on the
     worker that runs the copy alike, never computed again."""
-    recorded = dra.recorded_charge(wl.metadata.annotations or {})
+    recorded = draannotations.recorded_charge(wl.metadata.annotations or {})
     return {
         ps: {core.ResourceName(r): units(r, q) for r, q in res.items()}
         for ps, res in recorded.items()
@@ -261,16 +261,16 @@ def not_chargeable(wl: Workload) -> str | None:
     """Why its device claims cannot be charged (recorded when it was created), or None; a
     charge annotation that cannot be read is a reason too: it must not run uncharged."""
     annotations = wl.metadata.annotations or {}
-    if dra.REFUSED_ANNOTATION in annotations:
-        return str(annotations[dra.REFUSED_ANNOTATION])
+    if draannotations.REFUSED_ANNOTATION in annotations:
+        return str(annotations[draannotations.REFUSED_ANNOTATION])
     try:
-        dra.recorded_charge(annotations)
+        draannotations.recorded_charge(annotations)
     except ValueError as err:
-        return f"annotation {dra.CHARGE_ANNOTATION} cannot be read: {err}"
+        return f"annotation {draannotations.CHARGE_ANNOTATION} cannot be read: {err}"
     try:
-        dra.recorded_replaced(annotations)
+        draannotations.recorded_replaced(annotations)
     except ValueError as err:
-        return f"annotation {dra.REPLACED_ANNOTATION} cannot be read: {err}"
+        return f"annotation {draannotations.REPLACED_ANNOTATION} cannot be read: {err}"
     return None
 
 
@@ -293,7 +293,7 @@ def workload(
     namespace, name = wl.metadata.namespace or "", wl.metadata.name or ""
     problem = not_chargeable(wl)
     devices = dra_requests(wl) if problem is None else {}
-    replaced = dra.recorded_replaced(wl.metadata.annotations) if problem is None else {}
+    replaced = draannotations.recorded_replaced(wl.metadata.annotations) if problem is None else {}
     return core.Workload(
         key=core.WorkloadKey(f"{namespace}/{name}"),
         queue_name=wl.spec.queue_name or "",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from manager.api import constants as C
-from manager.api import dra
+from manager.api import dra, draannotations, draclaims
 from manager.api.view import at, labels_of
 from manager.controllers import devicecatalogue
 from manager.controllers.jobkinds.base import JobKind
@@ -84,12 +84,12 @@ def with_device_charge(body: Obj, device_charge: dra.Charge | dra.Refused) -> Ob
     keeps such a workload pending, Inadmissible, with that message (``convert.workload``)."""
     annotations = body["metadata"].setdefault("annotations", {})
     if isinstance(device_charge, dra.Refused):
-        annotations[dra.REFUSED_ANNOTATION] = device_charge.message
+        annotations[draannotations.REFUSED_ANNOTATION] = device_charge.message
         return body
     if device_charge.per_pod:
-        annotations[dra.CHARGE_ANNOTATION] = device_charge.annotation()
+        annotations[draannotations.CHARGE_ANNOTATION] = device_charge.annotation()
     if device_charge.replaced:
-        annotations[dra.REPLACED_ANNOTATION] = device_charge.replaced_annotation()
+        annotations[draannotations.REPLACED_ANNOTATION] = device_charge.replaced_annotation()
     return body
 
 
@@ -105,12 +105,12 @@ async def device_charge(
     DeviceClasses and ResourceSlices ``catalogue`` gives; None when they ask for no device
     and no extended resource. The job controller calls it once per Workload; ``kfed whatif``
     calls it for a job not created yet."""
-    claims = dra.has_claims(pod_sets)
-    needs_catalogue = dra.needs_catalogue(pod_sets, mappings)
+    claims = draclaims.has_claims(pod_sets)
+    needs_catalogue = draclaims.needs_catalogue(pod_sets, mappings)
     if not claims and not needs_catalogue:
         return None
     templates: dict[str, Obj] = {}
-    for template_name in dra.template_names(pod_sets):
+    for template_name in draclaims.template_names(pod_sets):
         with contextlib.suppress(errors.NotFound):
             templates[template_name] = await api.get(
                 R.RESOURCE_CLAIM_TEMPLATES, template_name, namespace

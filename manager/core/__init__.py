@@ -63,14 +63,8 @@ from manager.core.selectors import (
     Toleration,
     TolerationOperator,
 )
-from manager.core.tas import (
-    HOSTNAME,
-    DomainAssignment,
-    Node,
-    Topology,
-    TopologyAssignment,
-    TopologySnapshot,
-)
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, DomainAssignment, Node, Topology, TopologyAssignment
 from manager.core.views import (
     ClusterQueueStatus,
     FlavorUsage,

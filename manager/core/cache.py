@@ -7,11 +7,22 @@ later confirms it, or the facade forgets it when the API write fails.
 Admitted workloads are indexed by ClusterQueue name even while that ClusterQueue
 doesn't exist (e.g. during a restart, when workloads may be listed before queues), so
 their usage counts as soon as the queue appears and nothing can be admitted twice.
+
+The states it holds (a workload holding quota, the quota tree's nodes, a LocalQueue's usage)
+are cachestate.py's.
 """
 
 from __future__ import annotations
 
 from manager.core import quota
+from manager.core.cachestate import (
+    AdmittedWorkload,
+    ClusterQueueState,
+    CohortState,
+    LocalQueueUsage,
+    add_usage_to,
+    quotas_of,
+)
 from manager.core.decisions import Admission
 from manager.core.model import (
     ClusterQueue,
@@ -19,160 +30,17 @@ from manager.core.model import (
     Cohort,
     CohortName,
     FlavorName,
-    FlavorResource,
     LocalQueueKey,
     ResourceFlavor,
-    ResourceGroup,
-    ResourceName,
     StopPolicy,
     Workload,
     WorkloadKey,
 )
-from manager.core.quota import Quota, QuotaNode
 from manager.core.tas_cache import TopologyCache
 
 INACTIVE_STOPPED = "Stopped"
 INACTIVE_FLAVOR_NOT_FOUND = "FlavorNotFound"
 INACTIVE_COHORT_CYCLE = "CohortCycle"
-
-
-class AdmittedWorkload:
-    """A workload holding quota: reserving (QuotaReserved) and maybe admitted (checks Ready)."""
-
-    __slots__ = (
-        "admission",
-        "admitted",
-        "assumed",
-        "evicting",
-        "local_queue",
-        "order_time",
-        "reserved_at",
-        "usage",
-        "used_frs",
-        "workload",
-    )
-
-    def __init__(
-        self,
-        workload: Workload,
-        admission: Admission,
-        *,
-        reserved_at: float,
-        order_time: float,
-        admitted: bool,
-        assumed: bool,
-    ) -> None:
-        self.workload = workload
-        self.admission = admission
-        self.usage = admission.usage()
-        self.used_frs = frozenset(self.usage)
-        self.local_queue = workload.local_queue
-        self.reserved_at = reserved_at
-        self.order_time = order_time
-        self.admitted = admitted
-        self.assumed = assumed
-        self.evicting = False
-        """An eviction (preemption or drain) was decided; the controller hasn't done it yet."""
-
-    @property
-    def key(self) -> WorkloadKey:
-        return self.workload.key
-
-    @property
-    def cluster_queue(self) -> ClusterQueueName:
-        return self.admission.cluster_queue
-
-    @property
-    def priority(self) -> int:
-        return self.workload.priority
-
-
-class CohortState(QuotaNode):
-    __slots__ = ("child_cohorts", "child_cqs", "in_cycle", "spec")
-
-    def __init__(self, name: CohortName) -> None:
-        super().__init__(name)
-        self.spec: Cohort | None = None  # None: implicit, only named by its members
-        self.child_cqs: dict[ClusterQueueName, ClusterQueueState] = {}
-        self.child_cohorts: dict[CohortName, CohortState] = {}
-        self.in_cycle = False
-
-
-class ClusterQueueState(QuotaNode):
-    __slots__ = (
-        "admitted_count",
-        "admitted_usage",
-        "flavor_order",
-        "inactive",
-        "rg_by_resource",
-        "spec",
-        "workloads",
-    )
-
-    def __init__(self, spec: ClusterQueue, workloads: dict[WorkloadKey, AdmittedWorkload]) -> None:
-        super().__init__(spec.name)
-        self.spec = spec
-        self.workloads = workloads
-        """Workloads holding quota here (shared with Cache.by_cluster_queue)."""
-        self.admitted_usage: dict[FlavorResource, int] = {}
-        self.admitted_count = 0
-        self.inactive: tuple[str, str] | None = None
-        """(Active=False condition reason, message), or None when active."""
-        self.rg_by_resource: dict[ResourceName, ResourceGroup] = {}
-        self.flavor_order: tuple[FlavorName, ...] = ()
-        self.apply_spec(spec)
-        for workload in workloads.values():
-            self.account(workload, sign=1)
-
-    @property
-    def cohort(self) -> CohortState | None:
-        parent = self.parent
-        return parent if isinstance(parent, CohortState) else None
-
-    def apply_spec(self, spec: ClusterQueue) -> None:
-        self.spec = spec
-        self.fair_weight = spec.fair_sharing_weight
-        self.quotas = _quotas_of(spec.resource_groups)
-        self.subtree_quota = {fr: q.nominal for fr, q in self.quotas.items()}
-        self.rg_by_resource = {r: rg for rg in spec.resource_groups for r in rg.covered_resources}
-        self.flavor_order = tuple(
-            dict.fromkeys(f.name for rg in spec.resource_groups for f in rg.flavors)
-        )
-
-    def account(self, workload: AdmittedWorkload, *, sign: int) -> None:
-        """Add (sign=1) or remove (sign=-1) a workload's usage, bubbling into the cohort."""
-        for fr, value in workload.usage.items():
-            if sign > 0:
-                quota.add_usage(self, fr, value)
-            else:
-                quota.remove_usage(self, fr, value)
-        if workload.admitted:
-            self.admitted_count += sign
-            _add(self.admitted_usage, workload.usage, sign)
-
-
-class LocalQueueUsage:
-    __slots__ = ("admitted", "reservation", "reserving", "usage")
-
-    def __init__(self) -> None:
-        self.reserving = 0
-        self.admitted = 0
-        self.reservation: dict[FlavorResource, int] = {}
-        self.usage: dict[FlavorResource, int] = {}
-
-
-def _quotas_of(groups: tuple[ResourceGroup, ...]) -> dict[FlavorResource, Quota]:
-    return {
-        (flavor.name, rq.name): Quota(rq.nominal, rq.borrowing_limit, rq.lending_limit)
-        for rg in groups
-        for flavor in rg.flavors
-        for rq in flavor.resources
-    }
-
-
-def _add(into: dict[FlavorResource, int], usage: dict[FlavorResource, int], sign: int) -> None:
-    for fr, value in usage.items():
-        into[fr] = into.get(fr, 0) + sign * value
 
 
 class Cache:
@@ -272,7 +140,7 @@ class Cache:
         self._mark_cycles()
         for cohort in self.cohorts.values():
             spec = cohort.spec
-            cohort.quotas = _quotas_of(spec.resource_groups) if spec else {}
+            cohort.quotas = quotas_of(spec.resource_groups) if spec else {}
             cohort.fair_weight = spec.fair_sharing_weight if spec else 1.0
             if spec is not None and spec.parent is not None and not cohort.in_cycle:
                 parent = self.cohorts[spec.parent]
@@ -407,20 +275,20 @@ class Cache:
         cq = self.cluster_queues.get(entry.cluster_queue)
         if cq is not None:
             cq.admitted_count += 1
-            _add(cq.admitted_usage, entry.usage, 1)
+            add_usage_to(cq.admitted_usage, entry.usage, 1)
         lq = self.local_queues.setdefault(entry.local_queue, LocalQueueUsage())
         lq.admitted += 1
-        _add(lq.usage, entry.usage, 1)
+        add_usage_to(lq.usage, entry.usage, 1)
         entry.admitted = True
         return True
 
     def _account_local_queue(self, entry: AdmittedWorkload, *, sign: int) -> None:
         lq = self.local_queues.setdefault(entry.local_queue, LocalQueueUsage())
         lq.reserving += sign
-        _add(lq.reservation, entry.usage, sign)
+        add_usage_to(lq.reservation, entry.usage, sign)
         if entry.admitted:
             lq.admitted += sign
-            _add(lq.usage, entry.usage, sign)
+            add_usage_to(lq.usage, entry.usage, sign)
 
     # -- what-if, for preemption -------------------------------------------------------
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from manager.core import reasons
-from manager.core.cache import INACTIVE_STOPPED, Cache, ClusterQueueState
+from manager.core.cache import INACTIVE_STOPPED, Cache
+from manager.core.cachestate import ClusterQueueState
 from manager.core.coreviews import CoreViews
 from manager.core.decisions import Admission, CycleResult, Evict, EvictionReason, Pending
 from manager.core.model import (
@@ -45,7 +46,8 @@ from manager.core.model import (
 from manager.core.queues import QueueManager
 from manager.core.reasons import PendingReason
 from manager.core.scheduler import Scheduler
-from manager.core.tas import HOSTNAME, Node, Topology, TopologySnapshot
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, Node, Topology
 
 
 class AdmissionCore(CoreViews):

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from manager.core import fairsharing, reasons
-from manager.core.cache import Cache, ClusterQueueState
+from manager.core.cache import Cache
+from manager.core.cachestate import ClusterQueueState
 from manager.core.decisions import Admission
 from manager.core.model import (
     ClusterQueueName,

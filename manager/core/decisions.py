@@ -20,7 +20,7 @@ from manager.core.model import (
     WorkloadKey,
 )
 from manager.core.reasons import PendingReason
-from manager.core.tas import TopologyAssignment
+from manager.core.tas_model import TopologyAssignment
 
 
 class PreemptionReason(StrEnum):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from manager.core import quota
-from manager.core.cache import AdmittedWorkload, ClusterQueueState
+from manager.core.cachestate import AdmittedWorkload, ClusterQueueState
 from manager.core.decisions import PreemptionReason
 from manager.core.model import ClusterQueueName, FairSharingStrategy, FlavorResource, ResourceName
 from manager.core.quota import QuotaNode

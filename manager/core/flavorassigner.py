@@ -20,7 +20,7 @@ from enum import IntEnum
 from typing import Protocol
 
 from manager.core import quota, reasons, tas_admission
-from manager.core.cache import ClusterQueueState
+from manager.core.cachestate import ClusterQueueState
 from manager.core.decisions import Admission, PodSetAssignment
 from manager.core.model import (
     PODS,
@@ -37,7 +37,7 @@ from manager.core.model import (
 )
 from manager.core.reasons import PendingKind, PendingReason
 from manager.core.selectors import first_untolerated_taint, node_selection_mismatch
-from manager.core.tas import Topology, TopologyAssignment
+from manager.core.tas_model import Topology, TopologyAssignment
 
 
 class Mode(IntEnum):

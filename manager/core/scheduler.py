@@ -18,117 +18,30 @@
 The core is single-threaded, so the live cache *is* the snapshot of step 2: nothing
 else mutates it during a cycle, and preemption what-ifs restore it exactly. Step 5
 mutates it, which is what makes later entries see earlier admissions.
+
+What a cycle carries (its entries, the claims made so far, its decisions) is cycle.py's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import Enum
 
 from manager.core import fairsharing, quota, reasons, tas_admission
-from manager.core.cache import AdmittedWorkload, Cache, ClusterQueueState
+from manager.core.cache import Cache
+from manager.core.cachestate import ClusterQueueState
+from manager.core.cycle import CycleClaims, CycleDecisions, Entry, NoWayIn, Outcome
 from manager.core.decisions import Admit, Preempt, Victim
 from manager.core.flavorassigner import Assignment, FlavorAssigner, Mode
 from manager.core.model import (
     BorrowWithinCohortPolicy,
     FairSharingConfig,
-    FlavorResource,
     Namespace,
     PreemptionPolicy,
-    WorkloadKey,
 )
 from manager.core.pending import PendingWorkload
-from manager.core.preemption import Preemptor, Target
+from manager.core.preemption import Preemptor
 from manager.core.queues import QueueManager
 from manager.core.reasons import PendingKind, PendingReason
-
-
-class Outcome(Enum):
-    ADMITTED = "admitted"
-    PREEMPTING = "preempting"  # victims chosen; holds its ClusterQueue's head until they go
-    SET_ASIDE = "set-aside"  # inadmissible: parked (BestEffortFIFO) or blocking (StrictFIFO)
-    PARKED = "parked"  # inadmissible for a reason no queueing strategy should block on
-    RETRY = "retry"  # lost a race within this cycle; evaluate again next cycle
-
-
-@dataclass(slots=True)
-class Entry:
-    pending: PendingWorkload
-    cq: ClusterQueueState
-    assignment: Assignment | None = None
-    targets: list[Target] = field(default_factory=list)
-    outcome: Outcome = Outcome.SET_ASIDE
-    reason: PendingReason | None = None
-    share: float = 0.0
-
-
-class _CycleClaims:
-    """What the entries admitted so far in a cycle have claimed (Kueue's ``fits`` in
-    ``schedule``): the victims chosen so far, whose quota counts as free for the rest of
-    the cycle, and the usage of the preemptors that chose them, added to the quota tree
-    until the cycle ends so that no later entry takes what they wait for. Admissions are
-    in the cache already."""
-
-    __slots__ = ("added", "victims")
-
-    def __init__(self) -> None:
-        self.victims: dict[WorkloadKey, AdmittedWorkload] = {}
-        self.added: list[tuple[ClusterQueueState, dict[FlavorResource, int]]] = []
-
-    def overlaps(self, targets: list[Target]) -> bool:
-        return any(t.workload.key in self.victims for t in targets)
-
-    def fits(
-        self,
-        cache: Cache,
-        cq: ClusterQueueState,
-        usage: Mapping[FlavorResource, int],
-        targets: list[Target],
-    ) -> bool:
-        removed = [*self.victims.values(), *(t.workload for t in targets)]
-        for workload in removed:
-            cache.simulate_removal(workload)
-        try:
-            return all(value <= quota.available(cq, fr) for fr, value in usage.items())
-        finally:
-            for workload in reversed(removed):
-                cache.simulate_restore(workload)
-
-    def claim(
-        self, cq: ClusterQueueState, usage: Mapping[FlavorResource, int], targets: list[Target]
-    ) -> None:
-        for target in targets:
-            self.victims[target.workload.key] = target.workload
-        for fr, value in usage.items():
-            quota.add_usage(cq, fr, value)
-        self.added.append((cq, dict(usage)))
-
-    def release_preemptors(self) -> None:
-        for cq, usage in reversed(self.added):
-            for fr, value in usage.items():
-                quota.remove_usage(cq, fr, value)
-        self.added = []
-
-
-@dataclass(frozen=True, slots=True)
-class _NoWayIn:
-    """A nomination that found neither room nor victims, and what it was judged on: the
-    next head of the same queue with the same key gets the same answer without asking
-    again. BestEffortFIFO walks a queue's whole backlog after every release, one head per
-    cycle, and a backlog is mostly workloads of a few shapes."""
-
-    key: tuple[object, ...]
-    assignment: Assignment
-    reason: PendingReason | None
-    share: float
-
-
-@dataclass(slots=True)
-class CycleDecisions:
-    admitted: list[Admit] = field(default_factory=list)
-    preempted: list[Preempt] = field(default_factory=list)
-    evaluated: int = 0
 
 
 class Scheduler:
@@ -143,8 +56,8 @@ class Scheduler:
         self.queues = queues
         self.namespaces = namespaces
         self.fair_sharing = fair_sharing
-        self._no_way_in: dict[str, _NoWayIn] = {}
-        """By ClusterQueue: its last head that found no way in (see ``_NoWayIn``)."""
+        self._no_way_in: dict[str, NoWayIn] = {}
+        """By ClusterQueue: its last head that found no way in (see ``NoWayIn``)."""
         self.remember_no_way_in = True
         """Off only in the property test that proves it changes no decision."""
         self.evaluated = 0
@@ -172,7 +85,7 @@ class Scheduler:
         entries.sort(key=self._order_key)
 
         # 5. admit, re-checking quota as earlier entries take it.
-        cycle = _CycleClaims()
+        cycle = CycleClaims()
         try:
             for entry in entries:
                 self._admit(entry, now, cycle, decisions)
@@ -255,7 +168,7 @@ class Scheduler:
         if assignment.mode is Mode.NO_FIT or (
             assignment.mode is Mode.PREEMPT and not entry.targets
         ):
-            self._no_way_in[cq.spec.name] = _NoWayIn(key, assignment, entry.reason, entry.share)
+            self._no_way_in[cq.spec.name] = NoWayIn(key, assignment, entry.reason, entry.share)
         return entry
 
     def _place_by_topology(self, assignment: Assignment, cq: ClusterQueueState) -> None:
@@ -332,7 +245,7 @@ class Scheduler:
     # -- 5. admit --------------------------------------------------------------------
 
     def _admit(
-        self, entry: Entry, now: float, cycle: _CycleClaims, decisions: CycleDecisions
+        self, entry: Entry, now: float, cycle: CycleClaims, decisions: CycleDecisions
     ) -> None:
         assignment = entry.assignment
         if assignment is None or assignment.mode is Mode.NO_FIT:

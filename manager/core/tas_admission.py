@@ -26,8 +26,8 @@ from manager.core.model import (
     ResourceName,
 )
 from manager.core.reasons import PendingReason
-from manager.core.tas import DomainKey, PodSetRequest, Topology, TopologyAssignment, usage_of
 from manager.core.tas_cache import TopologyCache
+from manager.core.tas_model import DomainKey, PodSetRequest, Topology, TopologyAssignment, usage_of
 
 
 def requested(ps: PodSet) -> bool:

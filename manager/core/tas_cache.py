@@ -12,15 +12,8 @@ from collections.abc import Mapping
 
 from manager.core.decisions import Admission
 from manager.core.model import FlavorName, ResourceFlavor, ResourceName, Workload, WorkloadKey
-from manager.core.tas import (
-    HOSTNAME,
-    DomainKey,
-    Node,
-    Requests,
-    Topology,
-    TopologySnapshot,
-    usage_of,
-)
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, DomainKey, Node, Requests, Topology, usage_of
 
 
 class TopologyCache:

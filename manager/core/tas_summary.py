@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from manager.core.model import ResourceName
-from manager.core.tas import Node, Topology, TopologySnapshot
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import Node, Topology
 
 FORMAT = 1
 """Bumped when the shape changes; a summary of another format is ignored (not misread)."""

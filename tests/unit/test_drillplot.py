@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from manager.cli.drills import plot
+from manager.cli.drills import plot, plotdata
 from manager.cli.drills.intervals import Interval, ManagerSample, WorkerSample
 from manager.cli.drills.output import as_json
 from manager.cli.drills.report import DrillReport, Restoration, build
@@ -89,7 +89,7 @@ def test_the_report_keeps_the_timeline_the_picture_needs() -> None:
 
 def test_events_follow_the_report_in_time_order() -> None:
     report = synthetic()
-    labels = [e.label for e in plot.events(report)]
+    labels = [e.label for e in plotdata.events(report)]
     assert labels == [
         "cut 0s",
         "detected 2.0s",
@@ -101,20 +101,20 @@ def test_events_follow_the_report_in_time_order() -> None:
         "Active again 7.5s",
         "finish 9.0s",
     ]
-    title, figures = plot.headline(report)
+    title, figures = plotdata.headline(report)
     assert title.startswith("kfed drill partition of worker-1 — run abc123") and "PASS" in title
     assert "detection 2.0s" in figures and "running elsewhere 6.8s" in figures
     assert "moved 2/2" in figures and "double runs 0" in figures
-    assert plot.workers(report) == [TARGET, DEST, IDLE]
-    assert plot.unreadable(report, IDLE) == [
+    assert plotdata.workers(report) == [TARGET, DEST, IDLE]
+    assert plotdata.unreadable(report, IDLE) == [
         Interval(pytest.approx(3.02), pytest.approx(5.02), (IDLE,))  # type: ignore[arg-type]
     ]
-    assert plot.unreadable(report, TARGET) == []
+    assert plotdata.unreadable(report, TARGET) == []
 
 
 def test_close_labels_are_stacked_and_far_ones_share_a_row() -> None:
-    assert plot.label_rows([(0, 1), (0.5, 2), (1.2, 3), (3.5, 4)], pad=0.1) == [0, 1, 0, 0]
-    assert plot.label_rows([(2, 3), (0, 1)], pad=0.1) == [0, 0]
+    assert plotdata.label_rows([(0, 1), (0.5, 2), (1.2, 3), (3.5, 4)], pad=0.1) == [0, 1, 0, 0]
+    assert plotdata.label_rows([(2, 3), (0, 1)], pad=0.1) == [0, 0]
 
 
 # -- the files ---------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def test_an_svg_names_every_worker_probe_and_event(tmp_path: Path, double: bool)
     text = " ".join(texts)
     for worker in (TARGET, DEST, IDLE):
         assert worker in text
-    for event in plot.events(report):
+    for event in plotdata.events(report):
         assert event.label in text
     assert "p1: drill-partition-abc123-1" in text and "p2: drill-partition-abc123-2" in text
     assert "kfed drill partition of worker-1" in text
@@ -168,10 +168,10 @@ def test_a_drill_that_saw_nothing_after_the_break_still_draws(tmp_path: Path) ->
         end=1.0,
         restoration=Restoration(["restoring failed: 403"], None, None, None),
     )
-    assert [e.label for e in plot.events(report)] == ["drain 0s", "finish 1.0s"]
+    assert [e.label for e in plotdata.events(report)] == ["drain 0s", "finish 1.0s"]
     plot.render(report, tmp_path / "x.png")
     assert (tmp_path / "x.png").read_bytes().startswith(PNG_MAGIC)
-    assert plot.unreadable(report, DEST) == [Interval(-0.1, 1.0, (DEST,))]
+    assert plotdata.unreadable(report, DEST) == [Interval(-0.1, 1.0, (DEST,))]
 
 
 # -- the option ---------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 from e2e.bench.federation.jobs import FLAVORS, LOCAL_QUEUE, NAMESPACE
 from manager.api import constants as C
-from manager.cli.registration import multikueue_cluster
+from manager.cli.workerobjects import multikueue_cluster
 from manager.federation.settings import FederationSettings
 from manager.kube import resources as R
 

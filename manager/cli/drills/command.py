@@ -21,15 +21,7 @@ from typing import Any, TypeVar
 
 import click
 
-from manager.cli.common import (
-    Duration,
-    connection_options,
-    format_duration,
-    renamed_option,
-    run,
-    take_renamed,
-    target_of,
-)
+from manager.cli.common import run
 from manager.cli.drills import probes as drillprobes
 from manager.cli.drills import run as drillrun
 from manager.cli.drills import servers as drillservers
@@ -40,6 +32,9 @@ from manager.cli.drills.options import (
     DEFAULT_TIMEOUT,
     DrillOptions,
 )
+from manager.cli.durations import Duration, format_duration
+from manager.cli.options import renamed_option, take_renamed
+from manager.cli.target import connection_options, target_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -9,14 +9,10 @@ from typing import Any
 from manager.api import constants as C
 from manager.api import federated
 from manager.cli.clusterstatus import active_condition, describe_active
-from manager.cli.common import (
-    EXIT_UNREACHABLE,
-    CliError,
-    connect_dict,
-    usage_error,
-)
+from manager.cli.common import EXIT_UNREACHABLE, CliError, usage_error
 from manager.cli.drills import leftovers as drillleftovers
 from manager.cli.drills import servers as drillservers
+from manager.cli.kubeconfigs import connect_dict
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R

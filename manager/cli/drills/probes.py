@@ -26,7 +26,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api.view import at, labels_of
-from manager.cli import prediction, submission
+from manager.cli import prediction, queuechain, submission
 from manager.cli.common import CliError, usage_error
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 from manager.kube import errors
@@ -139,7 +139,7 @@ async def plan_probes(
     """Where the probes go: the first flavor (or ``flavor``) in which the target and another
     worker both have room for every probe. ``namespace`` is kfed's (the worker Secrets)."""
     key = base.queue_key
-    chain = await prediction.read_queue_chain(api, base.namespace, base.queue)
+    chain = await queuechain.read_queue_chain(api, base.namespace, base.queue)
     if chain.local_queue is None:
         raise usage_error(
             f"LocalQueue {key} not found on the manager: pass --queue NAMESPACE/LOCALQUEUE of a "
@@ -148,7 +148,7 @@ async def plan_probes(
     cq_name, cq = chain.cluster_queue_name, chain.cluster_queue
     if cq is None:
         raise CliError(f"LocalQueue {key} points to ClusterQueue {cq_name}, which does not exist")
-    federation = await prediction.multikueue_config(api, cq)
+    federation = await queuechain.multikueue_config(api, cq)
     if federation is None:
         raise usage_error(
             f"queue {key} is not federated (ClusterQueue {cq_name} has no MultiKueue admission "

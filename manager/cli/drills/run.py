@@ -14,16 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from manager.api.view import annotations_of
-from manager.cli import prediction
+from manager.cli import queuechain
 from manager.cli.clusterstatus import active_condition
-from manager.cli.common import (
-    EXIT_FAILED,
-    CliError,
-    Target,
-    connect_manager,
-    console,
-    usage_error,
-)
+from manager.cli.common import EXIT_FAILED, CliError, console, usage_error
 from manager.cli.drills import breaking as drillbreak
 from manager.cli.drills import leftovers as drillleftovers
 from manager.cli.drills import output as drilloutput
@@ -34,6 +27,7 @@ from manager.cli.drills import servers as drillservers
 from manager.cli.drills.options import DrillOptions, plot_path, report_path
 from manager.cli.drills.preflight import check_target, connect_worker, secret_name
 from manager.cli.drills.watch import Watcher
+from manager.cli.target import Target, connect_manager
 from manager.federation.settings import FAILOVER_POLICY_ANNOTATION
 from manager.kube import errors
 from manager.kube import resources as R
@@ -83,7 +77,7 @@ async def _prepare(
     workers: dict[str, KubeApi] = {}
     notes: list[str] = []
     if opts.kind in ("partition", "outage"):
-        chain = await prediction.read_queue_chain(api, namespace, queue)
+        chain = await queuechain.read_queue_chain(api, namespace, queue)
         annotations = annotations_of(chain.cluster_queue)
         policy = annotations.get(FAILOVER_POLICY_ANNOTATION)
         if policy != "fast":

@@ -28,283 +28,21 @@ what that misses:
   placed at once may both be shown the same free node; the worker's scheduler then keeps one
   pending until devices free up). Shared counters (partitionable devices) are honoured.
 
-CEL: the selectors are evaluated with the ``cel`` package (``common-expression-language``),
-with ``device`` bound as Kubernetes binds it (``driver``, ``attributes[domain][name]``,
-``capacity[domain][name]`` as a string). The selectors kfed's and most drivers' classes use
-(``device.driver``, ``device.attributes["domain"].name``, ``==``, ``&&``, ``||``) evaluate as
-the scheduler does; a selector that cannot be compiled or evaluated for a device (a missing
-attribute, a function it lacks) makes that device not match, and the reason says so.
+A worker's devices are read in deviceinventory.py, a workload's requests in deviceneed.py,
+and the CEL selectors matched in devicematching.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from manager.api import dracel
 from manager.federation.decisions.capacity import Candidate
-
-Obj = dict[str, Any]
-DeviceId = tuple[str, str, str]
-"""(driver, pool, device name): how a claim's allocation names a device."""
-CounterKey = tuple[str, str, str, str]
-"""(driver, pool, counter set, counter)."""
+from manager.federation.decisions.deviceinventory import CounterKey, Device, WorkerDevices
+from manager.federation.decisions.devicematching import Matching
+from manager.federation.decisions.deviceneed import DeviceRequest, Need, PodSetNeed
 
 API_GROUP_VERSION = "resource.k8s.io/v1"
-
-
-# --- a worker's devices ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Device:
-    id: DeviceId
-    node: str
-    attributes: dracel.Domains
-    """Per domain, (name, value): hashable, so that a selector's verdict is remembered for
-    every device that looks the same (the same model on a thousand nodes)."""
-    capacity: dracel.Domains = ()
-    consumes: tuple[tuple[str, str, int], ...] = ()
-    """(counter set, counter, amount) it takes from its pool's shared counters."""
-
-    @property
-    def driver(self) -> str:
-        return self.id[0]
-
-
-@dataclass(frozen=True, slots=True)
-class Inventory:
-    """The devices of a worker's nodes, from its ResourceSlices."""
-
-    nodes: Mapping[str, tuple[Device, ...]]
-    counters: Mapping[CounterKey, int] = field(default_factory=dict)
-    """Shared counters per pool (partitionable devices): their capacity."""
-    not_counted: int = 0
-    """Devices of slices without a node (``allNodes``, a node selector): not used here."""
-
-
-@dataclass(frozen=True, slots=True)
-class Taken:
-    """What the worker's ResourceClaims hold (``status.allocation``)."""
-
-    devices: frozenset[DeviceId] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerDevices:
-    """One worker's devices as the check reads them."""
-
-    inventory: Inventory
-    taken: Taken
-    classes: Mapping[str, tuple[str, ...]]
-    """DeviceClass name -> its CEL selector expressions."""
-
-
-def inventory(slices: Iterable[Obj]) -> Inventory:
-    """The devices per node of these ResourceSlices, each pool at its newest generation."""
-    newest: dict[tuple[str, str], int] = {}
-    slices = list(slices)
-    for s in slices:
-        spec = s.get("spec") or {}
-        pool = spec.get("pool") or {}
-        key = (str(spec.get("driver", "")), str(pool.get("name", "")))
-        newest[key] = max(newest.get(key, 0), int(pool.get("generation") or 0))
-    nodes: dict[str, list[Device]] = {}
-    counters: dict[CounterKey, int] = {}
-    not_counted = 0
-    for s in slices:
-        spec = s.get("spec") or {}
-        driver = str(spec.get("driver", ""))
-        pool = spec.get("pool") or {}
-        pool_name = str(pool.get("name", ""))
-        if int(pool.get("generation") or 0) < newest[(driver, pool_name)]:
-            continue
-        for counter_set in spec.get("sharedCounters") or []:
-            for counter, amount in (counter_set.get("counters") or {}).items():
-                ckey = (driver, pool_name, str(counter_set.get("name", "")), str(counter))
-                counters[ckey] = _units((amount or {}).get("value", 0))
-        node = spec.get("nodeName")
-        items = spec.get("devices") or []
-        if not node:
-            not_counted += len(items)
-            continue
-        for d in items:
-            consumes = tuple(
-                (str(c.get("counterSet", "")), str(name), _units((v or {}).get("value", 0)))
-                for c in d.get("consumesCounters") or []
-                for name, v in (c.get("counters") or {}).items()
-            )
-            nodes.setdefault(str(node), []).append(
-                Device(
-                    (driver, pool_name, str(d.get("name", ""))),
-                    str(node),
-                    dracel.attributes_of(d, driver),
-                    dracel.capacity_of(d, driver),
-                    consumes,
-                )
-            )
-    return Inventory(
-        {n: tuple(sorted(ds, key=lambda d: d.id)) for n, ds in sorted(nodes.items())},
-        counters,
-        not_counted,
-    )
-
-
-def _units(value: object) -> int:
-    """A counter's quantity as a whole number (kfed's bed and most drivers count slices or
-    bytes; a fractional quantity is rounded down)."""
-    text = str(value).strip()
-    suffixes = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6}
-    for suffix, factor in suffixes.items():
-        if text.endswith(suffix):
-            return int(float(text[: -len(suffix)]) * factor)
-    try:
-        return int(float(text))
-    except ValueError:
-        return 0
-
-
-def taken(claims: Iterable[Obj]) -> Taken:
-    """The devices the claims' allocations hold (an ``adminAccess`` result holds nothing)."""
-    held: set[DeviceId] = set()
-    for claim in claims:
-        allocation = (claim.get("status") or {}).get("allocation") or {}
-        for result in (allocation.get("devices") or {}).get("results") or []:
-            if result.get("adminAccess"):
-                continue
-            held.add(
-                (str(result.get("driver", "")), str(result.get("pool", "")), str(result["device"]))
-            )
-    return Taken(frozenset(held))
-
-
-def device_classes(objects: Iterable[Obj]) -> dict[str, tuple[str, ...]]:
-    return {
-        str(c["metadata"]["name"]): dracel.selector_expressions(
-            (c.get("spec") or {}).get("selectors")
-        )
-        for c in objects
-    }
-
-
-def worker_devices(
-    slices: Iterable[Obj], claims: Iterable[Obj], classes: Iterable[Obj]
-) -> WorkerDevices:
-    return WorkerDevices(inventory(slices), taken(claims), device_classes(classes))
-
-
-# --- what a workload asks for ------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceRequest:
-    where: str
-    """``<template>/<request>``, for messages."""
-    device_class: str
-    count: int
-    selectors: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PodSetNeed:
-    name: str
-    pods: int
-    requests: tuple[DeviceRequest, ...]
-    """What ONE pod of the pod set asks for, every claim of it together."""
-
-
-@dataclass(frozen=True, slots=True)
-class Need:
-    pod_sets: tuple[PodSetNeed, ...] = ()
-
-    def __bool__(self) -> bool:
-        return any(r.count for ps in self.pod_sets for r in ps.requests)
-
-
-def template_requests(name: str, template: Mapping[str, Any]) -> list[DeviceRequest]:
-    """The device requests of one claim made from ``template`` (``adminAccess`` requests
-    take nothing; ``firstAvailable`` and ``allocationMode: All`` are refused by the charge
-    before any placement, so they are not modelled)."""
-    spec = (template.get("spec") or {}).get("spec") or {}
-    out: list[DeviceRequest] = []
-    for request in (spec.get("devices") or {}).get("requests") or []:
-        exactly = request.get("exactly")
-        if not exactly or exactly.get("adminAccess"):
-            continue
-        if (exactly.get("allocationMode") or "ExactCount") != "ExactCount":
-            continue
-        count = exactly.get("count")
-        out.append(
-            DeviceRequest(
-                f"{name}/{request.get('name', '')}",
-                str(exactly.get("deviceClassName", "")),
-                1 if count is None else int(count),
-                dracel.selector_expressions(exactly.get("selectors")),
-            )
-        )
-    return out
-
-
-def need_of(
-    pod_sets: Sequence[Mapping[str, Any]],
-    templates: Mapping[str, Mapping[str, Any]],
-    pods: Mapping[str, int] | None = None,
-) -> Need:
-    """Per pod set, what one pod asks for (every ``resourceClaimTemplateName`` entry of its
-    pod spec, each a claim of its own), and how many pods (``pods`` by pod set name, e.g. the
-    admitted counts; else the pod set's ``count``). A template absent from ``templates``
-    contributes nothing (the caller reads them; a missing one already kept the workload from
-    being created)."""
-    out: list[PodSetNeed] = []
-    for ps in pod_sets:
-        name = str(ps.get("name", "main"))
-        spec = (ps.get("template") or {}).get("spec") or {}
-        requests: list[DeviceRequest] = []
-        for claim in spec.get("resourceClaims") or []:
-            template_name = claim.get("resourceClaimTemplateName")
-            template = templates.get(str(template_name)) if template_name else None
-            if template is not None:
-                requests.extend(template_requests(str(template_name), template))
-        count = (pods or {}).get(name, int(ps.get("count", 1) or 0))
-        out.append(PodSetNeed(name, count, tuple(requests)))
-    return Need(tuple(out))
-
-
-# --- matching: CEL -----------------------------------------------------------------------
-
-
-@dataclass
-class _Matching:
-    """Which devices a request matches, and the first reason a selector could not be
-    evaluated (for the message)."""
-
-    problems: list[str] = field(default_factory=list)
-    seen: dict[tuple[DeviceRequest, DeviceId], bool] = field(default_factory=dict)
-
-    def match(
-        self, device: Device, request: DeviceRequest, classes: Mapping[str, tuple[str, ...]]
-    ) -> bool:
-        key = (request, device.id)
-        found = self.seen.get(key)
-        if found is None:
-            found = self.seen[key] = self._match(device, request, classes)
-        return found
-
-    def _match(
-        self, device: Device, request: DeviceRequest, classes: Mapping[str, tuple[str, ...]]
-    ) -> bool:
-        for expression in (*classes.get(request.device_class, ()), *request.selectors):
-            verdict = dracel.matches(expression, device.driver, device.attributes, device.capacity)
-            if verdict is True:
-                continue
-            if verdict is not False and verdict not in self.problems:
-                self.problems.append(verdict)
-            return False
-        return True
-
-
-# --- the check ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +88,7 @@ def _remaining_counters(worker: WorkerDevices) -> dict[CounterKey, int]:
 def _try_pod(
     state: _NodeState,
     requests: Sequence[DeviceRequest],
-    matching: _Matching,
+    matching: Matching,
     classes: Mapping[str, tuple[str, ...]],
 ) -> list[Device] | None:
     """The devices one pod would get on this node (None: it does not fit there)."""
@@ -387,7 +125,7 @@ def check(worker: WorkerDevices | None, need: Need, *, serves: bool = True) -> F
                 return Fit(
                     False, f"no DeviceClass {request.device_class} on this worker", never=True
                 )
-    matching = _Matching()
+    matching = Matching()
     counters = _remaining_counters(worker)
     # Counters are per pool, and each pool counted here is one node's (its slices name it).
     by_pool: dict[tuple[str, str], dict[CounterKey, int]] = {}
@@ -432,7 +170,7 @@ def _placed_summary(need: Need, placed: list[str]) -> str:
     )
 
 
-def _refusal(worker: WorkerDevices, ps: PodSetNeed, matching: _Matching, placed: list[str]) -> Fit:
+def _refusal(worker: WorkerDevices, ps: PodSetNeed, matching: Matching, placed: list[str]) -> Fit:
     """Why a pod of ``ps`` fits on no node: too few free devices in all, or fragmentation
     (enough free, but no node with enough), or none that could ever do (never)."""
     per_class: dict[str, int] = {}

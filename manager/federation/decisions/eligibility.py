@@ -1,7 +1,7 @@
 """May a copy of a workload go to this worker at all, whatever its capacity? (pure)
 
 The one answer of the dispatcher (``placing.PlacingReader``, from its live view) and of ``kfed
-whatif`` (``cli/prediction.py``, from one read of the manager and the worker): both gather
+whatif`` (``cli/workerlook.py``, from one read of the manager and the worker): both gather
 the same ``WorkerEligibility`` facts and ask ``refusal``, so they never disagree on a worker
 for a reason of their own. The checks, in order, the first that applies wins:
 

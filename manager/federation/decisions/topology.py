@@ -29,14 +29,8 @@ from typing import Any, cast
 
 from manager.api import quantity
 from manager.core.model import PODS, PodSet, PodSetName, ResourceName, TopologyRequest
-from manager.core.tas import (
-    DomainKey,
-    PodSetRequest,
-    Requests,
-    TopologyAssignment,
-    TopologySnapshot,
-    usage_of,
-)
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import DomainKey, PodSetRequest, Requests, TopologyAssignment, usage_of
 from manager.federation.decisions.capacity import Candidate
 
 Obj = dict[str, Any]

@@ -19,7 +19,8 @@ from manager.federation.engine.applier import Applier
 from manager.federation.engine.lookups import Lookups, run_facts
 from manager.federation.engine.retaining import Retaining, ran_on
 from manager.federation.engine.writes import Writes
-from manager.federation.workers.remote import RemoteCluster, workload_keys_of_job
+from manager.federation.workers.remote import RemoteCluster
+from manager.federation.workers.remoteobjects import workload_keys_of_job
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import Obj

@@ -26,7 +26,8 @@ from manager.federation.settings import (
     failover_policy,
 )
 from manager.federation.workers.registry import ClusterRegistry
-from manager.federation.workers.remote import FEDERATED_KINDS, JOBS_BY_WORKLOAD, RemoteCluster
+from manager.federation.workers.remote import RemoteCluster
+from manager.federation.workers.remoteobjects import FEDERATED_KINDS, JOBS_BY_WORKLOAD
 from manager.kube.api import Obj
 
 UNBLOCK_MARGIN = 0.05
@@ -136,7 +137,7 @@ class Lookups:
 
     def no_adapter(self, obj: Obj) -> str | None:
         """Upstream's rejection of a workload whose owner is of a kind MultiKueue cannot
-        dispatch (None: kfed can: ``remote.FEDERATED_KINDS``)."""
+        dispatch (None: kfed can: ``remoteobjects.FEDERATED_KINDS``)."""
         for ref in obj["metadata"].get("ownerReferences") or []:
             if not ref.get("controller"):
                 continue

@@ -4,23 +4,24 @@ workload whose MultiKueue check is Pending, read from the informers and the reco
 Capacity-aware: the copy already sent and how it stands there (``choosing.Placed``) and,
 when a copy is to be sent (``placement.needs_choice``), every worker of its config
 evaluated for it (eligibility, quota, devices). AllAtOnce / Incremental: the eligible
-workers and the copies admitted (``many.ManyFacts``). Reads only; the applier writes.
+workers and the copies admitted (``many.ManyFacts``). Reads only; the applier writes. The
+devices a workload needs and a worker has are read by devicereading.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections import OrderedDict
 from dataclasses import replace
 
 from manager.api import constants as C
-from manager.api import dra, quantity
+from manager.api import quantity
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import (
     capacity,
     choosing,
+    deviceneed,
     devices,
     eligibility,
     many,
@@ -30,6 +31,7 @@ from manager.federation.decisions import (
     topology,
 )
 from manager.federation.decisions.eligibility import WorkerEligibility
+from manager.federation.engine.devicereading import DeviceReader
 from manager.federation.engine.lookups import Lookups, foreign_reason
 from manager.federation.engine.records import InFlight, Placement, ToldRefusals
 from manager.federation.engine.topologyview import TopologyView
@@ -40,9 +42,6 @@ from manager.kube import resources as R
 from manager.kube.api import Obj
 
 log = logging.getLogger(__name__)
-
-DEVICE_NEEDS = 4096
-"""Workloads whose device requests (read from their ResourceClaimTemplates) are remembered."""
 
 
 def _admitted_at(remote_wl: Obj) -> str:
@@ -60,10 +59,8 @@ class PlacingReader:
         self.registry = look.registry
         self.settings = look.settings
         self.records = look.records
-        self._needs: OrderedDict[str, tuple[tuple[object, ...], devices.Need]] = OrderedDict()
-        self._inventories: dict[str, tuple[int, devices.Inventory, dict[str, tuple[str, ...]]]]
-        self._inventories = {}
-        self._taken: dict[str, tuple[int, devices.Taken]] = {}
+        self.device_reader = DeviceReader(look.state)
+        """Devices: the workloads' needs and the workers' devices (devicereading.py)."""
 
     # -- what the workload needs and where it may go ----------------------------------------
 
@@ -161,66 +158,11 @@ class PlacingReader:
         used = references.of_objects(namespace, (obj, self.look.manager_job(obj)))
         return references.refusal(policy, used, namespace=namespace, worker=name)
 
-    async def device_need(self, obj: Obj) -> devices.Need:
-        """What each pod of the workload asks of a worker's devices: its pod sets' claims
-        from the namespace's ResourceClaimTemplates as they are on the manager (read once
-        per workload and admission, and remembered), times the admitted pod counts."""
-        pod_sets = (obj.get("spec") or {}).get("podSets") or []
-        names = dra.template_names(pod_sets)
-        if not names:
-            return devices.Need()
-        admission = ws.status_of(obj).get("admission") or {}
-        pods = {
-            str(psa.get("name", "")): int(psa["count"])
-            for psa in admission.get("podSetAssignments") or []
-            if psa.get("count") is not None
-        }
-        meta = obj["metadata"]
-        key = ws.key_of(obj)
-        stamp = (meta.get("uid"), tuple(sorted(pods.items())))
-        known = self._needs.get(key)
-        if known is not None and known[0] == stamp:
-            return known[1]
-        templates: dict[str, Obj] = {}
-        for name in names:
-            try:
-                templates[name] = await self.state.api.get(
-                    R.RESOURCE_CLAIM_TEMPLATES, name, meta["namespace"]
-                )
-            except errors.NotFound:
-                log.info("workload %s: ResourceClaimTemplate %s not found", key, name)
-        need = devices.need_of(pod_sets, templates, pods)
-        self._needs[key] = (stamp, need)
-        self._needs.move_to_end(key)
-        while len(self._needs) > DEVICE_NEEDS:
-            self._needs.popitem(last=False)
-        return need
-
-    def worker_devices(self, remote: RemoteCluster) -> devices.WorkerDevices | None:
-        """The worker's devices as the check reads them, from its informers; the inventory
-        rebuilt only when its slices or classes changed, what is taken when its claims did."""
-        if not remote.serves_devices:
-            return None
-        slices, claims, classes = remote.device_objects()
-        inv = self._inventories.get(remote.name)
-        if inv is None or inv[0] != remote.device_generation:
-            inv = (
-                remote.device_generation,
-                devices.inventory(slices),
-                devices.device_classes(classes),
-            )
-            self._inventories[remote.name] = inv
-        held = self._taken.get(remote.name)
-        if held is None or held[0] != remote.claims_generation:
-            held = (remote.claims_generation, devices.taken(claims))
-            self._taken[remote.name] = held
-        return devices.WorkerDevices(inv[1], held[1], inv[2])
-
     def candidates(
         self,
         obj: Obj,
         clusters: list[str],
-        need: devices.Need | None = None,
+        need: deviceneed.Need | None = None,
         *,
         without: Placement | None = None,
         refusals: dict[str, str] | None = None,
@@ -245,7 +187,10 @@ class PlacingReader:
             )
             if need:
                 candidate = devices.evaluate(
-                    candidate, self.worker_devices(remote), need, serves=remote.serves_devices
+                    candidate,
+                    self.device_reader.worker_devices(remote),
+                    need,
+                    serves=remote.serves_devices,
                 )
             # TAS: only a worker with domains that hold every pod set (docs/tas.md).
             candidate = topology.evaluate(
@@ -330,7 +275,7 @@ class PlacingReader:
         if sent is not None and sent.placed.cluster in foreign:
             sent = replace(sent, foreign=foreign[sent.placed.cluster])
         if placement.needs_choice(sent, now):
-            need = await self.device_need(obj)
+            need = await self.device_reader.device_need(obj)
             candidates = self.candidates(
                 obj, clusters, need, without=sent_record, refusals=refusals, foreign=foreign
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from manager.api import constants as C
-from manager.api import dra
+from manager.api import draclaims
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
@@ -88,7 +88,7 @@ class RunReader:
         winner's. Fresh, both: the manager's is copied as it is now, and no informer watches
         them on the worker (a same-named one not ours must be found before any pod could be
         made from it)."""
-        names = dra.template_names((obj.get("spec") or {}).get("podSets") or [])
+        names = draclaims.template_names((obj.get("spec") or {}).get("podSets") or [])
         namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
         what = "ResourceClaimTemplate"
         found = []

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
-from manager.api import dra
+from manager.api import draclaims
 from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
@@ -340,7 +340,7 @@ class Writes:
             return
         namespace, name = key.split("/", 1)
         source = obj if obj is not None else remote.workloads().get(key)
-        names = dra.template_names(((source or {}).get("spec") or {}).get("podSets") or [])
+        names = draclaims.template_names(((source or {}).get("spec") or {}).get("podSets") or [])
         for template_name in names:
             body = {"metadata": {"name": template_name, "namespace": namespace}}
             try:

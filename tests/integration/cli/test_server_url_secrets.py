@@ -19,7 +19,7 @@ from e2e.local.federation import LocalFederation
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.clusterstatus import active_condition
-from manager.cli.registration import multikueue_cluster
+from manager.cli.workerobjects import multikueue_cluster
 from manager.controllers.settings import ControllerSettings
 from manager.federation.runtime import FederationController
 from manager.federation.settings import FederationSettings

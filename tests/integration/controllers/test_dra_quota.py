@@ -14,7 +14,7 @@ import pytest
 
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.api import dra
+from manager.api import dra, draannotations
 from manager.controllers import workloadstatus as ws
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
@@ -121,7 +121,7 @@ async def test_device_claims_are_charged_once_through_the_mapping(
         assert first is not None
         (psa,) = ws.status_of(first)["admission"]["podSetAssignments"]
         assert psa["resourceUsage"][GPU] == "2"
-        recorded = dra.recorded_charge(first["metadata"]["annotations"])
+        recorded = draannotations.recorded_charge(first["metadata"]["annotations"])
         assert recorded == {"main": {GPU: "2"}}
 
         # A second one waits for its 2: 1 is left.

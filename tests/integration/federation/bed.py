@@ -19,7 +19,7 @@ from e2e.local.federation import LocalFederation
 from e2e.local.proxy import CuttableProxy
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.cli.registration import multikueue_cluster
+from manager.cli.workerobjects import multikueue_cluster
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
 from manager.federation.runtime import FederationController

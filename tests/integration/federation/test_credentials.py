@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli.main import main
-from manager.cli.registration import multikueue_cluster
 from manager.cli.rotation import request_token
+from manager.cli.workerobjects import multikueue_cluster
 from manager.controllers import conditions
 from manager.federation.workers import credentials
 from manager.kube import errors

@@ -286,9 +286,9 @@ async def test_a_dra_job_is_charged_once_placed_where_a_node_has_its_devices_and
     assert manager is not None
     placer = manager.dispatcher.placing
     clusters = ["worker-1", "worker-2", "worker-3"]
-    placer._needs.clear()
+    placer.device_reader._needs.clear()
     read_at = time.perf_counter()
-    need = await placer.device_need(wl)
+    need = await placer.device_reader.device_need(wl)
     need_read = time.perf_counter() - read_at
     assert need
     timings = []

@@ -35,7 +35,7 @@ from e2e.local import dra as bed_dra
 from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION
 from e2e.waiting import wait_for
 from manager.api import constants as C
-from manager.api import dra
+from manager.api import dra, draannotations
 from manager.controllers import flags
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.jobset import JOBSET
@@ -305,7 +305,9 @@ async def test_an_extended_resource_backed_gpu_request_charged_once(devices_bed:
         wl = await wait_for(lambda: placed(api, "extended"), timeout=60, what="placed")
         assert ws.status_of(wl)["clusterName"] == "worker-3", candidates(wl)
         annotations = wl["metadata"]["annotations"]
-        assert json.loads(annotations[dra.REPLACED_ANNOTATION]) == {"main": ["nvidia.com/gpu"]}
+        assert json.loads(annotations[draannotations.REPLACED_ANNOTATION]) == {
+            "main": ["nvidia.com/gpu"]
+        }
 
         # nvidia.com/gpu: 1 is charged once, as the a100 class's resource, on both sides.
         assert charged(wl) == {"cpu": "8", "memory": "32Gi", GPU: "1"}, usage(wl)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from e2e.waiting import wait_for
-from manager.cli.registration import multikueue_cluster
+from manager.cli.workerobjects import multikueue_cluster
 from manager.federation import visibility
 from manager.kube import resources as R
 from manager.observability.history import CHARTS

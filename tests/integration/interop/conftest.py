@@ -33,7 +33,7 @@ from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from e2e.local.proxy import CuttableProxy
 from manager.api import constants as C
-from manager.cli.registration import multikueue_cluster
+from manager.cli.workerobjects import multikueue_cluster
 from manager.kube.api import KubeApi
 from tests.integration.federation.bed import CHECK, Bed, register_workers
 

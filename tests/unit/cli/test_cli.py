@@ -248,7 +248,7 @@ def test_the_manager_kubeconfig_is_accepted_before_the_subcommand(
     argv: list[str], tmp_path: Path
 ) -> None:
     """docs/quickstart.md writes `kfed --kubeconfig F workloads -A`: the group takes it too."""
-    from manager.cli.common import Target, target_of
+    from manager.cli.target import Target, target_of
 
     captured: list[Target] = []
 
@@ -298,7 +298,7 @@ def _inline_kubeconfig() -> dict[str, object]:
 
 
 def test_the_subcommands_own_connection_option_wins_over_the_groups() -> None:
-    from manager.cli.common import Target, target_of
+    from manager.cli.target import Target, target_of
 
     captured: list[Target] = []
 

@@ -15,18 +15,11 @@ import yaml
 from click.testing import CliRunner
 
 from manager.cli import workloadinfo
-from manager.cli.common import (
-    DEFAULT_NAMESPACE,
-    Duration,
-    Target,
-    context_namespace,
-    format_duration,
-    objects_namespace,
-    parse_duration,
-    target_of,
-)
+from manager.cli.durations import Duration, format_duration, parse_duration
+from manager.cli.kubeconfigs import context_namespace
 from manager.cli.main import main
 from manager.cli.tables import print_data
+from manager.cli.target import DEFAULT_NAMESPACE, Target, objects_namespace, target_of
 
 # -- durations ------------------------------------------------------------------------------
 

@@ -14,8 +14,9 @@ import yaml
 from click.testing import CliRunner
 
 from manager.cli import logs, submission, submit, workloadinfo, workloads
-from manager.cli.common import EXIT_USAGE, CliError, Target, namespaced_name
+from manager.cli.common import EXIT_USAGE, CliError
 from manager.cli.main import main
+from manager.cli.target import Target, namespaced_name
 
 Obj = dict[str, Any]
 CONTEXT_NAMESPACE = "ml-jobs"

@@ -10,15 +10,15 @@ import pytest
 
 from manager.api import constants as C
 from manager.cli.common import EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, CliError
-from manager.cli.logs import (
+from manager.cli.logsources import (
     LineSplitter,
-    RemoteJob,
     container_state,
     job_ended,
     log_sources,
     pod_selector,
     whereabouts,
 )
+from manager.cli.logworker import RemoteJob
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.federation.settings import RAN_ON_ANNOTATION

@@ -12,7 +12,7 @@ import yaml
 from manager.api import constants as C
 from manager.cli.clusterstatus import capacity_rows, cluster_rows, describe_active
 from manager.cli.common import EXIT_USAGE, CliError
-from manager.cli.registration import check_name, check_worker_kubeconfig, kubeconfig_secret
+from manager.cli.workerobjects import check_name, check_worker_kubeconfig, kubeconfig_secret
 from tests.unit.cli.builders import cluster_queue, condition
 
 CA = base64.b64encode(b"ca").decode()

@@ -17,8 +17,9 @@ import yaml
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.cli import cluster, registration
-from manager.cli.common import EXIT_FAILED, CliError, Target
+from manager.cli.common import EXIT_FAILED, CliError
 from manager.cli.rollback import Rollback, rollback_summary
+from manager.cli.target import Target
 from manager.federation.workers import kubeconfig
 from manager.kube import errors
 from manager.kube import resources as R

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from manager import core
-from manager.api import dra
+from manager.api import dra, draannotations, draclaims
 from manager.api.workload import Workload
 from manager.controllers import convert
 from manager.controllers.jobworkload import with_device_charge, workload_for_job
@@ -136,12 +136,12 @@ def test_two_claims_and_two_pod_sets_each_pay_for_their_own() -> None:
     ]
     result = charged(sets, template("t", request(count=2)))
     assert result == dra.Charge({"workers": {GPU: 4}})
-    assert dra.template_names(sets) == ["t"]
+    assert draclaims.template_names(sets) == ["t"]
 
 
 def test_no_claims_no_charge() -> None:
     assert charged([pod_set()]) == dra.Charge({})
-    assert not dra.has_claims([pod_set()])
+    assert not draclaims.has_claims([pod_set()])
 
 
 def test_allocation_mode_all_is_refused_with_upstreams_message() -> None:
@@ -229,7 +229,7 @@ def test_the_charge_is_recorded_on_the_workload_and_read_from_there_only() -> No
     result = charged(sets, template("t", request(count=2)))
     assert isinstance(result, dra.Charge)
     body = with_device_charge(workload(sets), result)
-    assert json.loads(body["metadata"]["annotations"][dra.CHARGE_ANNOTATION]) == {
+    assert json.loads(body["metadata"]["annotations"][draannotations.CHARGE_ANNOTATION]) == {
         "main": {GPU: "2"}
     }
     first = convert.workload(Workload.model_validate(body), priority=0, creation_time=0.0)
@@ -246,16 +246,16 @@ def test_a_refused_workload_is_recorded_with_the_reason_and_never_admissible() -
     assert isinstance(refused, dra.Refused)
     body = with_device_charge(workload(sets), refused)
     assert body["spec"].get("active", True) is True  # pending with its reason, not hidden
-    assert body["metadata"]["annotations"][dra.REFUSED_ANNOTATION] == refused.message
+    assert body["metadata"]["annotations"][draannotations.REFUSED_ANNOTATION] == refused.message
     wl = convert.workload(Workload.model_validate(body), priority=0, creation_time=0.0)
     assert wl.not_chargeable == refused.message
 
 
 def test_a_charge_annotation_edited_into_nonsense_is_never_admissible() -> None:
     body = workload([pod_set()])
-    body["metadata"]["annotations"][dra.CHARGE_ANNOTATION] = "two gpus please"
+    body["metadata"]["annotations"][draannotations.CHARGE_ANNOTATION] = "two gpus please"
     wl = convert.workload(Workload.model_validate(body), priority=0, creation_time=0.0)
-    assert wl.not_chargeable is not None and dra.CHARGE_ANNOTATION in wl.not_chargeable
+    assert wl.not_chargeable is not None and draannotations.CHARGE_ANNOTATION in wl.not_chargeable
 
 
 # --- the mapping and its flag -----------------------------------------------------------------

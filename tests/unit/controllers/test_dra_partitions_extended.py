@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from e2e.local import dra as bed
-from manager.api import dra, dracounters
+from manager.api import dra, draannotations, draclaims, dracounters
 from manager.api.workload import Workload
 from manager.controllers import convert, devicecatalogue
 from manager.controllers.jobworkload import with_device_charge
@@ -335,21 +335,23 @@ def test_the_replaced_resources_are_recorded_and_a_nonsense_record_is_never_admi
     result = extended(ps, catalogue(H100))
     assert isinstance(result, dra.Charge)
     body = with_device_charge(workload([ps]), result)
-    assert json.loads(body["metadata"]["annotations"][dra.REPLACED_ANNOTATION]) == {
+    assert json.loads(body["metadata"]["annotations"][draannotations.REPLACED_ANNOTATION]) == {
         "main": ["nvidia.com/gpu"]
     }
-    body["metadata"]["annotations"][dra.REPLACED_ANNOTATION] = '{"main": "nvidia.com/gpu"}'
+    body["metadata"]["annotations"][draannotations.REPLACED_ANNOTATION] = (
+        '{"main": "nvidia.com/gpu"}'
+    )
     wl = convert.workload(Workload.model_validate(body), priority=0, creation_time=0.0)
-    assert wl.not_chargeable is not None and dra.REPLACED_ANNOTATION in wl.not_chargeable
+    assert wl.not_chargeable is not None and draannotations.REPLACED_ANNOTATION in wl.not_chargeable
 
 
 def test_only_pods_that_could_use_them_read_classes_or_slices() -> None:
     plain = pod_set()
-    assert not dra.needs_catalogue([plain], MAPPINGS)
-    assert dra.needs_catalogue([gpu_pod_set()], dra.DeviceClassMappings())
+    assert not draclaims.needs_catalogue([plain], MAPPINGS)
+    assert draclaims.needs_catalogue([gpu_pod_set()], dra.DeviceClassMappings())
     claims = pod_set(from_template("gpu", "t"))
-    assert dra.needs_catalogue([claims], MAPPINGS)  # a mapping counts by counters
-    assert not dra.needs_catalogue([claims], dra.DeviceClassMappings())
+    assert draclaims.needs_catalogue([claims], MAPPINGS)  # a mapping counts by counters
+    assert not draclaims.needs_catalogue([claims], dra.DeviceClassMappings())
 
 
 def test_the_managers_catalogue_keeps_two_workers_same_named_pools_apart() -> None:

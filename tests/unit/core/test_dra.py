@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from manager import core
-from manager.api import dra
+from manager.api import draannotations
 from manager.api.workload import Workload
 from manager.controllers import convert
 
@@ -44,7 +44,9 @@ def dra_workload(
             "name": name,
             "namespace": "default",
             "uid": f"uid-{name}",
-            "annotations": {dra.CHARGE_ANNOTATION: json.dumps({"main": {GPU: str(gpus_per_pod)}})},
+            "annotations": {
+                draannotations.CHARGE_ANNOTATION: json.dumps({"main": {GPU: str(gpus_per_pod)}})
+            },
         },
         "spec": {
             "queueName": queue,
@@ -72,7 +74,7 @@ def dra_workload(
         },
     }
     if refused is not None:
-        body["metadata"]["annotations"] = {dra.REFUSED_ANNOTATION: refused}
+        body["metadata"]["annotations"] = {draannotations.REFUSED_ANNOTATION: refused}
     return convert.workload(Workload.model_validate(body), priority=priority, creation_time=created)
 
 

@@ -423,7 +423,7 @@ def test_same_inputs_give_same_decisions(scenario: Scenario) -> None:
 @given(scenarios())
 def test_remembering_heads_that_found_no_way_in_changes_no_decision(scenario: Scenario) -> None:
     """A queue's next head of the same shape and priority, in an unchanged cohort tree,
-    gets the answer of the last one without a nomination (``scheduler._NoWayIn``): the
+    gets the answer of the last one without a nomination (``cycle.NoWayIn``): the
     same decisions as nominating every head afresh, whatever happens in between
     (admissions, releases, evictions, priorities and quotas changed)."""
     remembered = Harness(scenario).run()

@@ -14,14 +14,14 @@ import pytest
 
 from manager.core.model import PodSetName, ResourceName, TopologyRequest
 from manager.core.selectors import Taint, TaintEffect
-from manager.core.tas import (
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import (
     HOSTNAME,
     DomainAssignment,
     Node,
     PodSetRequest,
     Topology,
     TopologyAssignment,
-    TopologySnapshot,
 )
 from tests.unit.core.builders import quantity
 

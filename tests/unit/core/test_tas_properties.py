@@ -19,14 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from manager.core.model import PodSetName, ResourceName, TopologyRequest
-from manager.core.tas import (
-    HOSTNAME,
-    Node,
-    PodSetRequest,
-    Topology,
-    TopologyAssignment,
-    TopologySnapshot,
-)
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, Node, PodSetRequest, Topology, TopologyAssignment
 
 BLOCK = "block"
 RACK = "rack"

@@ -95,13 +95,13 @@ def test_kfeds_copy_means_exactly_the_published_article(name: str) -> None:
 
 
 def test_the_registration_objects_are_what_kfed_cluster_add_writes() -> None:
-    from manager.cli import registration
+    from manager.cli import registration, workerobjects
 
     clusters = documents(examples.REGISTRATION / "02-multikueue-clusters.yaml")
     for cluster in clusters:
         parse_object(cluster)
         name = cluster["metadata"]["name"]
-        written = registration.multikueue_cluster(name, name)
+        written = workerobjects.multikueue_cluster(name, name)
         assert cluster["spec"] == written["spec"], name
     check = by_kind(examples.MULTIKUEUE_CHECK)
     config = check["MultiKueueConfig", registration.DEFAULT_CONFIG]

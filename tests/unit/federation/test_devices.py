@@ -7,8 +7,8 @@ from typing import Any
 
 from e2e.local import dra as bed
 from manager.api import constants as C
-from manager.cli import prediction
-from manager.federation.decisions import capacity, devices
+from manager.cli import workerlook, workerread
+from manager.federation.decisions import capacity, deviceinventory, deviceneed, devices
 from manager.federation.decisions.capacity import Candidate
 from manager.federation.engine.remoteobjects import remote_claim_template
 
@@ -38,9 +38,9 @@ def claim(node: str, *device_names: str) -> dict[str, Any]:
 
 def worker(
     slices_: list[dict[str, Any]], claims: list[dict[str, Any]] | None = None, *models: str
-) -> devices.WorkerDevices:
+) -> deviceinventory.WorkerDevices:
     classes = bed.device_classes([bed.Devices(model=m) for m in models or ("h100",)])
-    return devices.worker_devices(slices_, claims or [], classes)
+    return deviceinventory.worker_devices(slices_, claims or [], classes)
 
 
 def template(name: str, count: int | None, cls: str = H100, *selectors: str) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def template(name: str, count: int | None, cls: str = H100, *selectors: str) -> 
     }
 
 
-def need(count: int | None, pods: int = 1, *selectors: str) -> devices.Need:
+def need(count: int | None, pods: int = 1, *selectors: str) -> deviceneed.Need:
     pod_sets = [
         {
             "name": "main",
@@ -65,7 +65,7 @@ def need(count: int | None, pods: int = 1, *selectors: str) -> devices.Need:
             },
         }
     ]
-    return devices.need_of(pod_sets, {"t": template("t", count, H100, *selectors)})
+    return deviceneed.need_of(pod_sets, {"t": template("t", count, H100, *selectors)})
 
 
 def test_a_pod_asking_for_two_goes_where_a_node_has_two_free() -> None:
@@ -95,7 +95,7 @@ def test_a_class_the_worker_lacks_and_a_worker_without_dra_are_never() -> None:
 
 
 def test_no_devices_asked_always_fits() -> None:
-    assert devices.check(None, devices.Need()).fits
+    assert devices.check(None, deviceneed.Need()).fits
     assert devices.check(None, need(0)).fits  # a count of 0 asks nothing
 
 
@@ -148,7 +148,7 @@ def test_shared_counters_a_partition_in_use_blocks_its_whole_gpu() -> None:
             },
         }
     ]
-    whole = devices.need_of(pod_sets, {"t": template("t", 1, a100)})
+    whole = deviceneed.need_of(pod_sets, {"t": template("t", 1, a100)})
     fit = devices.check(w, whole)
     assert not fit.fits and not fit.never, fit
     freed = worker(slices("a100", 1, 1, partitions=parts), [], "a100")
@@ -164,7 +164,7 @@ def test_an_older_pool_generation_and_slices_without_a_node_are_not_counted() ->
     network["spec"]["pool"]["name"] = "network"
     del network["spec"]["nodeName"]
     network["spec"]["allNodes"] = True
-    inv = devices.inventory([old, new, network])
+    inv = deviceinventory.inventory([old, new, network])
     assert {n: len(ds) for n, ds in inv.nodes.items()} == {"h100-0": 1}
     assert inv.not_counted == 4
 
@@ -174,7 +174,7 @@ def test_admin_access_and_counts() -> None:
     t["spec"]["spec"]["devices"]["requests"].append(
         {"name": "watch", "exactly": {"deviceClassName": H100, "adminAccess": True}}
     )
-    requests = devices.template_requests("t", t)
+    requests = deviceneed.template_requests("t", t)
     assert [(r.where, r.count) for r in requests] == [("t/gpu", 1)]
 
 
@@ -187,7 +187,7 @@ def test_with_devices_keeps_a_quota_refusal_and_extends_a_fit() -> None:
     assert not refused.fits and refused.never and "no node with 2" in refused.reason
     placed = devices.evaluate(fits, worker(slices("h100", 1, 2)), need(2))
     assert placed.fits and placed.reason.endswith("; devices: 1 pod on h100-0")
-    assert devices.evaluate(fits, None, devices.Need()) is fits
+    assert devices.evaluate(fits, None, deviceneed.Need()) is fits
 
 
 def test_the_template_for_the_worker_is_labelled_ours_for_the_workload() -> None:
@@ -227,7 +227,7 @@ def test_whatif_judges_devices_as_the_dispatcher_does() -> None:
     )
     request = capacity.Request("ns", "q", {("h100", "example.com/gpu"): 2})
     fragmented = worker(slices("h100", 2, 2), [claim("h100-0", "gpu-0"), claim("h100-1", "gpu-0")])
-    read = prediction.WorkerRead(view, True, None, fragmented)
-    verdict = prediction.verdict_of(prediction.WorkerLook(None, read), request, {}, need(2))
+    read = workerread.WorkerRead(view, True, None, fragmented)
+    verdict = workerlook.verdict_of(workerlook.WorkerLook(None, read), request, {}, need(2))
     assert not verdict.fits and verdict.reason.startswith(f"2 free {H100} devices, no node")
-    assert prediction.verdict_of(prediction.WorkerLook(None, read), request, {}).fits
+    assert workerlook.verdict_of(workerlook.WorkerLook(None, read), request, {}).fits

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from manager.api import constants as C
-from manager.cli import prediction
+from manager.cli import workerlook
 from manager.federation.decisions import capacity
 from manager.federation.decisions import references as refs
 from manager.federation.decisions.references import Kind, Malformed, Reference, Rule, Rules
@@ -445,7 +445,7 @@ async def test_what_if_gives_the_same_reason_as_the_dispatcher() -> None:
     mk_cluster = cluster("serviceaccount:*/default")
     mk_cluster["status"] = {"conditions": [{"type": C.ACTIVE, "status": "True"}]}
     used = refs.of_objects(NS, [{"spec": {"template": pod(imagePullSecrets=[{"name": "reg"}])}}])
-    candidate = await prediction.evaluate_worker(
+    candidate = await workerlook.evaluate_worker(
         cast(Any, _ManagerApi(mk_cluster)),
         "worker-1",
         0,

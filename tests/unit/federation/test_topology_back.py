@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from manager.core.model import ResourceName
-from manager.core.tas import HOSTNAME, Node, Topology, TopologySnapshot
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, Node, Topology
 from manager.federation.engine import topologyback
 
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from manager.core.model import ResourceName, TopologyRequest
-from manager.core.tas import HOSTNAME, Node, Topology, TopologySnapshot
+from manager.core.tas import TopologySnapshot
+from manager.core.tas_model import HOSTNAME, Node, Topology
 from manager.core.tas_summary import BadSummary, snapshot_of, summarize
 from manager.federation.decisions import capacity, topology
 from manager.federation.decisions.topology import Need, PodSetNeed
