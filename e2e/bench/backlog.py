@@ -1,7 +1,7 @@
 """What the manager holds per pending workload, by owner: the memory figure of a deep backlog.
 
     .venv/bin/python -m e2e.bench.backlog [--jobs 1000,5000,10000] [--workers 3]
-        [--json FILE] [--plot FILE.png]
+        [--json FILE] [--plot FILE.png] [--from-json FILE]
 
 One bed of lite control planes (etcd + kube-apiserver: pending workloads run nothing), the
 MultiKueue benchmark's queues with quota for one workload (every other one stays pending),
@@ -300,7 +300,8 @@ def plot(report: Report, path: Path) -> None:
     jobs = [s.jobs for s in report.steps]
     fig, (ax, cycle_ax) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
     ax.plot(jobs, [s.rss_growth_mib for s in report.steps], marker="o", label="RSS growth")
-    owners_seen = list(report.steps[-1].owners_mib)
+    # The owners that hold something (>= 1 MiB at the deepest step): the rest are flat at 0.
+    owners_seen = [o for o, mib in report.steps[-1].owners_mib.items() if mib >= 1.0]
     for owner in owners_seen:
         ax.plot(jobs, [s.owners_mib.get(owner, 0.0) for s in report.steps], label=owner, lw=1)
     ax.set_ylabel("MiB")
@@ -330,7 +331,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path)
+    parser.add_argument("--from-json", type=Path, help="plot a report saved before; run nothing")
     args = parser.parse_args(argv)
+    if args.from_json is not None:
+        data = json.loads(args.from_json.read_text())
+        saved = Report(
+            workers=data["workers"],
+            baseline_rss_mib=data["baseline_rss_mib"],
+            steps=[Step(**step) for step in data["steps"]],
+            per_workload_kib=data["per_workload_kib"],
+        )
+        if args.plot:
+            plot(saved, args.plot)
+        return 0
     report = asyncio.run(measure(args.jobs, args.workers))
     text = json.dumps(asdict(report), indent=2)
     print(text)
