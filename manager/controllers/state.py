@@ -48,6 +48,16 @@ def no_colocation(_: Obj) -> tuple[frozenset[core.FlavorName], ...]:
     return ()
 
 
+def only_status_changed(old: Obj | None, new: Obj) -> bool:
+    """``new`` differs from ``old`` in its status (and resourceVersion) at most."""
+    if old is None or old.get("spec") != new.get("spec"):
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if old_meta.keys() != new_meta.keys():
+        return False
+    return all(v == old_meta[k] for k, v in new_meta.items() if k != "resourceVersion")
+
+
 class ClusterState:
     def __init__(
         self,
@@ -158,6 +168,11 @@ class ClusterState:
         label = model.__name__
 
         def handle(event: Event) -> None:
+            if event.type != "DELETED" and only_status_changed(event.old, event.obj):
+                # The core reads none of a status: these are mostly its own usage coming back
+                # (every queue status write), and feeding them again cost a model round trip
+                # and a scheduling cycle each (issue #36's profile under upstream's runner).
+                return
             if event.type == "DELETED":
                 delete(core.LocalQueueKey(event.key) if kind == "local_queue" else event.key)
                 self.invalid.pop(f"{label}/{event.key}", None)
@@ -193,7 +208,7 @@ class ClusterState:
         wire = cq.to_wire()
         return dataclasses.replace(
             convert.cluster_queue(cq),
-            configuration_problem=self.multikueue_problem(cq),
+            configuration_problem=self.multikueue_problem(wire),
             check_controllers=federated.check_controllers(wire, self.admission_checks.get),
             colocated_flavors=self.colocation(wire),
         )
@@ -213,9 +228,10 @@ class ClusterState:
             if wanted is None or cq["metadata"]["name"] in wanted:
                 feed(Event("MODIFIED", cq["metadata"]["name"], cq))
 
-    def multikueue_problem(self, cq: ClusterQueue) -> tuple[str, str] | None:
-        """Upstream's MultiKueue misconfigurations of a ClusterQueue (``api/federated.py``)."""
-        return federated.configuration_problem(cq.to_wire(), self.admission_checks.get)
+    def multikueue_problem(self, wire: Obj) -> tuple[str, str] | None:
+        """Upstream's MultiKueue misconfigurations of a ClusterQueue (its object as read and
+        validated; ``api/federated.py``)."""
+        return federated.configuration_problem(wire, self.admission_checks.get)
 
     def _on_admission_check(self, event: Event) -> None:
         """A check's controller decides whether the ClusterQueues naming it are well made, and
