@@ -80,8 +80,9 @@ demo: $(STAMP) binaries
 bench-scheduler: $(STAMP) binaries
 	$(BIN)/python -m e2e.bench.scheduler $(BENCH_ARGS)
 
-## bench-scheduler-upstream: upstream Kueue's own harness (minimalkueue, built from sigs.k8s.io/kueue)
-## on the same kube-apiserver and etcd, ~8 min; BENCH_ARGS="--compare" runs kfed's first and prints ratios
+## bench-scheduler-upstream: upstream Kueue's own harness (its runner and minimalkueue, built from
+## sigs.k8s.io/kueue) on the same kube-apiserver and etcd, ~8 min; BENCH_ARGS="--compare": kfed's
+## controllers under that same runner first, then minimalkueue, and the ratios (~18 min)
 bench-scheduler-upstream: $(STAMP) binaries
 	@bash e2e/binaries/build-kueue.sh harness >/dev/null
 	$(BIN)/python -m e2e.bench.scheduler.upstream $(BENCH_ARGS)
