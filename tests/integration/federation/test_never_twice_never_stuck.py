@@ -979,10 +979,9 @@ def small_job(name: str, *, delay_ms: int) -> dict[str, Any]:
     return job
 
 
-MANY = 300
-"""Jobs at once: hundreds, spread over the three workers (500 until the suite's time had to
-fit 25 minutes: the larger burst found nothing the smaller does not, and the drills and the
-benchmarks push thousands)."""
+MANY = 500
+"""Jobs at once: more than one worker holds (capacity-aware placement fills one worker first,
+so a smaller burst, 300 tried, never spreads and the test would not see two workers)."""
 
 
 @pytest.mark.timeout(600)
