@@ -12,7 +12,10 @@ kubernetes_asyncio clients, and unique names.
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import sys
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -30,6 +33,8 @@ from e2e.local.cluster import LocalCluster
 from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from manager.telemetry import tracing
+
+pytest_plugins = ["tests.suite_time"]
 
 # Property tests judge behaviour, never speed: on a machine busy with two test processes
 # (or a cold Go build) generating one example can take seconds, which is no failure.
@@ -90,6 +95,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return HEAVY_FIRST.index(group) if group in HEAVY_FIRST else len(HEAVY_FIRST)
 
     items.sort(key=heavy_first)  # stable: the order within a group is kept
+
+
+HANG_MARGIN = 120.0
+"""Seconds past a test's own timeout after which its test process is ended, tracebacks
+first. pytest-timeout interrupts a test once; when the interrupted test's clean-up then
+waits on something that never comes (a task that will not cancel, a process that will not
+stop), nothing else would end the run: CI once sat at 99 % until its limit. An ended
+process is reported by pytest-xdist as a crashed worker, which it replaces. (A thread of
+our own, not faulthandler's timer: pytest cancels that one whenever a test fails.)"""
+
+
+def _end_hung_process(nodeid: str, seconds: float) -> None:
+    stderr = sys.__stderr__
+    if stderr is not None:
+        stderr.write(f"\n{nodeid}: still running {seconds:.0f} s after it started; ending\n")
+        stderr.flush()
+        faulthandler.dump_traceback(file=stderr, all_threads=True)
+    os._exit(70)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    marker = item.get_closest_marker("timeout")
+    own = (marker.args[0] if marker.args else marker.kwargs.get("timeout")) if marker else None
+    limit = float(own if own is not None else item.config.getini("timeout") or 0)
+    guard = None
+    if limit > 0:
+        seconds = limit + HANG_MARGIN
+        guard = threading.Timer(seconds, _end_hung_process, args=(item.nodeid, seconds))
+        guard.daemon = True
+        guard.start()
+    try:
+        yield
+    finally:
+        if guard is not None:
+            guard.cancel()
 
 
 def _state_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
