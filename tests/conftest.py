@@ -19,6 +19,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -95,6 +96,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return HEAVY_FIRST.index(group) if group in HEAVY_FIRST else len(HEAVY_FIRST)
 
     items.sort(key=heavy_first)  # stable: the order within a group is kept
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    # Under ``--dist loadgroup`` (pytest-xdist) each test's id carries its group
+    # (``...::test_x@full_federation``); without it every test is scheduled alone and every
+    # bed starts in every test process, twice the beds on two cores. That happened silently
+    # with pytest 9.2 (see pyproject.toml): make it loud, before any test runs.
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    if ids and not any("@" in nodeid for nodeid in ids):
+        pytest.exit(
+            "pytest-xdist's loadgroup left every test ungrouped (no id carries an @group): "
+            f"pytest {pytest.__version__} and this pytest-xdist do not work together; "
+            "install the versions constraints.txt names",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 HANG_MARGIN = 120.0
