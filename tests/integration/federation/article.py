@@ -97,6 +97,7 @@ async def set_up(
 async def tear_down(manager: KubeApi, workers: dict[str, KubeApi]) -> None:
     for api in (manager, *workers.values()):
         await api.delete(R.NAMESPACES, NS)
+        await force_delete_pods(api, NS)
         for res, name in (
             (R.CLUSTER_QUEUES, "gpu-cq"),
             (R.RESOURCE_FLAVORS, "rtx-a1000"),
@@ -113,6 +114,16 @@ async def tear_down(manager: KubeApi, workers: dict[str, KubeApi]) -> None:
 
     for api in (manager, *workers.values()):
         await wait_for(lambda a=api: gone(a), timeout=60, what=f"namespace {NS} gone")  # type: ignore[misc]
+
+
+async def force_delete_pods(api: KubeApi, namespace: str) -> None:
+    """Every pod of a terminating ``namespace``, without a termination grace. The namespace
+    controller (5 s after the deletion) waits half the longest grace of the pods still
+    running before it looks again: 16 s for the default 30. kwok's pods have no kubelet to
+    wait for. Done after the namespace's deletion, when nothing can make new pods there."""
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    with contextlib.suppress(errors.NotFound):
+        await api.request("DELETE", R.PODS.path(namespace), body=body)
 
 
 def seed_job(name: str, **overrides: Any) -> dict[str, Any]:
