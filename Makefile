@@ -57,7 +57,7 @@ lint: $(STAMP)
 ## TEST_PROCESSES processes, each bed started once in one of them (tests/conftest.py:
 ## bed_group); the log ends with the slowest 20 tests and the reason of every skip (the
 ## real-node test's included). TEST_PROCESSES=0 runs them all in this process.
-TEST_PROCESSES ?= 2
+TEST_PROCESSES ?= 3
 test: $(STAMP) binaries browser realnode lint
 	@# Every bed's kube-apiservers, operators and kubelets take inotify instances; the default
 	@# 128 per user runs out with two test processes ("too many open files"). Root only.

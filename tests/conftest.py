@@ -58,10 +58,10 @@ SECOND_FEDERATION = frozenset(
     }
 )
 """Modules of tests/integration/federation that get a full federation of their own
-(``full_federation_b``), in the other test process: the full federation's tests were 73 % of
-the suite's time (1,415 of 1,945 s on 2026-12-04), these ~690 s of them, then the TAS
-scenarios (~210 s, the same day). Keep the halves
-even when adding slow federation tests (``--durations`` tells)."""
+(``full_federation_b``), in another test process: the full federation's tests are ~60 % of
+the suite's time. With 3 test processes on 2026-12-04: ``full_federation`` 1,211 s,
+``full_federation_b`` 1,063 s, everything else 1,369 s, pytest 20 min 34 s. Keep the halves
+even when adding slow federation tests (the table at the end of every run tells)."""
 HEAVY_FIRST = ("full_federation", "full_federation_b", "interop", "realnode")
 """Groups run first, longest first, so the slowest bed starts at once on a process of its
 own and the other process fills in around it."""

@@ -181,7 +181,15 @@ async def fenced_job_fails_over_and_completes_once(
         timings["total"] = time.monotonic() - t0
 
     assert "Failed" not in jobs.seen["manager"], "the fenced run was taken as the result"
-    wl = await manager_workload(api, JOB)
+
+    # The manager's Job is Complete once its status is copied back; its Workload is
+    # Finished by the next reconcile, a moment later on a busy machine.
+    async def finished_workload() -> Obj | None:
+        wl = await manager_workload(api, JOB)
+        found = wl is not None and conditions.find(ws.status_of(wl).get("conditions"), "Finished")
+        return wl if found else None
+
+    wl = await wait_for(finished_workload, timeout=30, what=f"{JOB}'s Workload Finished")
     assert wl is not None
     finished = conditions.find(ws.status_of(wl).get("conditions"), "Finished") or {}
     assert finished.get("reason") == "Succeeded", finished
