@@ -13,7 +13,7 @@ from manager.api import constants as C
 from manager.api.view import at
 from manager.controllers import workloadstatus as ws
 from manager.kube.api import Obj
-from manager.kube.events import EventRecorder
+from manager.kube.events import EventRecorder, EventSink
 
 # -- the Job (Kueue's jobframework reconciler) -----------------------------------------
 
@@ -190,7 +190,7 @@ def fenced(events: EventRecorder, workload: Obj, origin: str, silence: float) ->
 
 
 def cluster_condition_changed(
-    events: EventRecorder,
+    events: EventSink,
     cluster: Obj,
     *,
     was_active: bool | None,
@@ -212,12 +212,12 @@ def cluster_condition_changed(
         events.warning(cluster, "ClusterRefused", f"{reason}: {message}")
 
 
-def credentials_expiring(events: EventRecorder, cluster: Obj, message: str) -> None:
+def credentials_expiring(events: EventSink, cluster: Obj, message: str) -> None:
     """A worker's kubeconfig credentials run out soon, or did (kfed's own reason)."""
     events.warning(cluster, C.REASON_CREDENTIALS_EXPIRING, message)
 
 
-def maintenance_changed(events: EventRecorder, cluster: Obj, level: str) -> None:
+def maintenance_changed(events: EventSink, cluster: Obj, level: str) -> None:
     """cordon, drain, or back to normal (uncordon)."""
     if level == "drain":
         events.normal(cluster, "Draining", "No new workloads; running ones move elsewhere")

@@ -35,7 +35,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from manager.kube import errors
 from manager.kube import resources as R
@@ -173,6 +173,15 @@ def reference(obj: Obj) -> Obj:
 
 def _timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventSink(Protocol):
+    """Where an Event is told: the recorder itself, or a door that writes through it
+    (``StatusWrites``), so a reader of a component sees every one of its writes in one place."""
+
+    def normal(self, obj: Obj, reason: str, message: str) -> None: ...
+
+    def warning(self, obj: Obj, reason: str, message: str) -> None: ...
 
 
 class EventRecorder:

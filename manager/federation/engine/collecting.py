@@ -36,14 +36,14 @@ class Collector:
         write: Writes,
         applier: Applier,
         requeue: Callable[[str], None],
-        retaining: Retaining | None = None,
+        retaining: Retaining,
     ) -> None:
         self.look = look
         self.write = write
         self.applier = applier
         self.requeue = requeue
         self.state = look.state
-        self.retaining = retaining or Retaining(look.state, look.settings)
+        self.retaining = retaining
 
     async def recover(self, remote: RemoteCluster) -> None:
         """Before anything else happens on a worker that was lost: remove copies the manager

@@ -78,7 +78,9 @@ class Dispatcher:
         """TAS: one view of the workers' racks, for placing and for bringing back where the
         pods went."""
         self.placing = PlacingReader(self.look, told_refusals, self.topology)
-        self.retaining = Retaining(self.state, settings, on_change=self._retention_changed)
+        self.retaining = Retaining(
+            self.state, settings, tell=registry.status, on_change=self._retention_changed
+        )
         self.reader = GroupReader(
             self.look,
             registry,

@@ -18,6 +18,7 @@ from manager.federation.settings import (
     FederationSettings,
 )
 from manager.kube.api import Obj
+from manager.kube.events import EventSink
 from manager.kube.informer import Event
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,14 @@ class Retaining:
         state: ClusterState,
         settings: FederationSettings,
         *,
+        tell: EventSink,
         clock: Callable[[], float] = time.time,
         on_change: Callable[[str], None] | None = None,
     ) -> None:
         self.state = state
         self.settings = settings
+        self.tell = tell
+        """Where an unusable value is told (the federation's status door)."""
         self.clock = clock
         """Wall clock: finish times are the API server's, and survive a manager restart."""
         self.on_change = on_change
@@ -70,7 +74,7 @@ class Retaining:
         if problem is not None:
             message = self._problem_message(name, problem)
             log.warning("%s", message)
-            self.state.events.warning(event.obj, INVALID_REASON, message)
+            self.tell.warning(event.obj, INVALID_REASON, message)
         if not first and self.on_change is not None:
             self.on_change(name)
 

@@ -21,7 +21,16 @@ class StatusWrites:
     def __init__(self, api: KubeApi, events: EventRecorder) -> None:
         self.api = api
         self.events = events
-        """Where workers' state changes are told (the manager's recorder)."""
+        """The manager's recorder, which the Events below go through (and whose writer
+        runs with the manager's)."""
+
+    # -- Events: what changed, told on the object (an EventSink) ------------------------
+
+    def normal(self, obj: Obj, reason: str, message: str) -> None:
+        self.events.normal(obj, reason, message)
+
+    def warning(self, obj: Obj, reason: str, message: str) -> None:
+        self.events.warning(obj, reason, message)
 
     async def conditions(
         self, res: R.Resource, informer: Informer, obj: Obj, conds: list[Obj]

@@ -118,6 +118,7 @@ class ClusterRegistry:
         self.status = status or StatusWrites(api, EventRecorder(None, component="kfed"))
         """Its one door for writes: the MultiKueueClusters' status, and the Events."""
         self.events = self.status.events
+        """The recorder behind the door (its writer runs with the registry's tasks)."""
 
     def listen(self, listener: WorkerListener) -> None:
         """Tell ``listener`` what happens to the workers from now on."""
@@ -134,13 +135,13 @@ class ClusterRegistry:
         level = federated.maintenance_of(event.obj)
         changed = level != federated.maintenance_of(event.old)
         if changed and event.old is not None and event.obj is not None:
-            told.maintenance_changed(self.events, event.obj, level)
+            told.maintenance_changed(self.status, event.obj, level)
         rebound = federated.bound_namespaces(event.obj) != federated.bound_namespaces(event.old)
         policy = references.policy_of(event.obj)
         if policy != references.policy_of(event.old):
             rebound = True
             if isinstance(policy, references.Malformed) and event.obj is not None:
-                self.events.warning(
+                self.status.warning(
                     event.obj,
                     references.MALFORMED_REASON,
                     f"{references.ANNOTATION}: {policy.problem}; this worker takes no "
@@ -386,7 +387,7 @@ class ClusterRegistry:
                 continue
             if (was_active, reason_before) != (status, reason) and entry.settled:
                 told.cluster_condition_changed(
-                    self.events,
+                    self.status,
                     written,
                     was_active=was_active,
                     active=status,
@@ -396,5 +397,5 @@ class ClusterRegistry:
             if expiring and not was_expiring and entry.expiry is not None:
                 now = dt.datetime.now(dt.UTC)
                 told.credentials_expiring(
-                    self.events, written, credentials.describe(name, entry.expiry, now)
+                    self.status, written, credentials.describe(name, entry.expiry, now)
                 )

@@ -20,6 +20,7 @@ from manager.federation.engine.applier import Applier
 from manager.federation.engine.collecting import Collector
 from manager.federation.engine.lookups import Lookups
 from manager.federation.engine.records import Records, Stats, ToldRefusals
+from manager.federation.engine.retaining import Retaining
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
 from manager.federation.workers.remote import RemoteCluster
@@ -108,7 +109,10 @@ class Bed:
             stats=Stats(),
             told_refusals=ToldRefusals(),
         )
-        self.collector = Collector(self.look, cast(Any, None), applier, self.requeued.append)
+        retaining = Retaining(self.state, SETTINGS, tell=self.state.events)
+        self.collector = Collector(
+            self.look, cast(Any, None), applier, self.requeued.append, retaining
+        )
 
 
 def test_the_informer_alone_shows_the_run_unfinished() -> None:

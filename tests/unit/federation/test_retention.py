@@ -281,11 +281,14 @@ class Manager:
         self.settings = FederationSettings(finished_retention=setting)
         self.state = ClusterState(KubeApi(cast(ApiClient, object()), name="unit"))
         self.told = Told()
-        self.state.events = cast(Any, self.told)
         self.now = FINISHED_AT
         self.changed: list[str] = []
         self.retaining = Retaining(
-            self.state, self.settings, clock=lambda: self.now, on_change=self.changed.append
+            self.state,
+            self.settings,
+            tell=cast(Any, self.told),
+            clock=lambda: self.now,
+            on_change=self.changed.append,
         )
 
     def set_queue(self, name: str, value: str | None, type_: EventType = "MODIFIED") -> None:
