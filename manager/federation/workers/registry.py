@@ -117,8 +117,6 @@ class ClusterRegistry:
         self.mk_clusters.subscribe(self._on_cluster_event)
         self.status = status or StatusWrites(api, EventRecorder(None, component="kfed"))
         """Its one door for writes: the MultiKueueClusters' status, and the Events."""
-        self.events = self.status.events
-        """The recorder behind the door (its writer runs with the registry's tasks)."""
 
     def listen(self, listener: WorkerListener) -> None:
         """Tell ``listener`` what happens to the workers from now on."""

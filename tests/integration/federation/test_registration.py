@@ -136,7 +136,7 @@ async def test_f_each_broken_kubeconfig_has_its_reason_and_the_rest_keep_working
         status=StatusWrites(api, EventRecorder(api, component="kfed-manager")),
     )
     task = asyncio.create_task(registry.run())
-    events_task = asyncio.create_task(registry.events.run())
+    events_task = asyncio.create_task(registry.status.events.run())
     try:
 
         async def reasons() -> dict[str, tuple[str, str]] | None:
