@@ -320,6 +320,19 @@ class KubeApi:
             return False
         return True
 
+    async def delete_collection(
+        self, res: Resource, namespace: str, *, label_selector: str
+    ) -> None:
+        """Delete every object of ``res`` in ``namespace`` that ``label_selector`` selects,
+        in one request: the API server picks them, so no object another wrote is read,
+        judged and deleted in between (verb ``deletecollection``)."""
+        if not label_selector:
+            raise ValueError("delete_collection needs a label selector (it would delete all)")
+        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        await self.request(
+            "DELETE", res.path(namespace), query={"labelSelector": label_selector}, body=body
+        )
+
     async def watch(
         self,
         res: Resource,

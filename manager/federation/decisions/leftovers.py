@@ -140,3 +140,15 @@ def job_is_orphan(*, deleting: bool, copy_exists: bool, workload: WorkloadFacts)
     if deleting or copy_exists:
         return False
     return not workload.exists or workload.finished
+
+
+def template_is_orphan(
+    worker: str, *, deleting: bool, copy_exists: bool, workload: WorkloadFacts
+) -> bool:
+    """One of our ResourceClaimTemplates on ``worker`` whose workload has no copy there and
+    is not placed there (left by a copy deleted while the worker was unreachable, or whose
+    deletion failed). Unlike a Job, it goes even while its workload lives elsewhere: no run
+    of it can be there, and a same-named template would block the workload's return."""
+    if deleting or copy_exists:
+        return False
+    return not (workload.exists and worker in workload.placed_on)

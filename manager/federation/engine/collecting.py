@@ -163,13 +163,14 @@ class Collector:
             meta = template["metadata"]
             workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL, "")
             key = f"{meta['namespace']}/{workload}"
-            facts = self.workload_facts(key)
-            if meta.get("deletionTimestamp") or remote.workloads().get(key) is not None:
-                continue
-            if facts.exists and remote.name in facts.placed_on:
-                continue
-            await self.write.delete_orphan(remote, R.RESOURCE_CLAIM_TEMPLATES, template)
-            removed += 1
+            if leftovers.template_is_orphan(
+                remote.name,
+                deleting=bool(meta.get("deletionTimestamp")),
+                copy_exists=remote.workloads().get(key) is not None,
+                workload=self.workload_facts(key),
+            ):
+                await self.write.delete_orphan(remote, R.RESOURCE_CLAIM_TEMPLATES, template)
+                removed += 1
         return removed
 
     async def _collect_orphan_jobs(self, remote: RemoteCluster) -> int:

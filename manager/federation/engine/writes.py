@@ -11,13 +11,13 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
-from manager.api import draclaims
+from manager.api import constants as C
 from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
 from manager.controllers.admission import queued_since
 from manager.controllers.runtime import ClusterController
-from manager.federation.decisions import checkstatus, samename
+from manager.federation.decisions import checkstatus
 from manager.federation.engine import remoteobjects
 from manager.federation.engine.lookups import Lookups
 from manager.federation.engine.records import Stats
@@ -224,13 +224,6 @@ class Writes:
             attributes={"kfed.cluster": remote.name, "k8s.kind": kind},
         )
 
-    async def read_remote(self, remote: RemoteCluster, res: R.Resource, body: Obj) -> Obj | None:
-        meta = body["metadata"]
-        try:
-            return await remote.api.get(res, meta["name"], meta["namespace"])
-        except errors.NotFound:
-            return None
-
     async def delete_copy(self, remote: RemoteCluster, key: str, obj: Obj | None) -> bool:
         """The copy of ``key`` on ``remote`` and every Job of ours made for it; True when
         the copy was there to delete. A live workload's run that has not ended is
@@ -252,7 +245,7 @@ class Writes:
                 pass
             except errors.KubeError as err:
                 log.info("deleting our job of %s on %s: %s", key, remote.name, err)
-        await self.delete_claim_templates(remote, key, obj)
+        await self.delete_claim_templates(remote, key)
         try:
             await remote.api.delete(R.WORKLOADS, name, namespace)
         except errors.NotFound:
@@ -329,31 +322,17 @@ class Writes:
         except errors.KubeError as err:
             log.info("deleting %s %s on %s: %s", res.kind, meta["name"], remote.name, err)
 
-    async def delete_claim_templates(
-        self, remote: RemoteCluster, key: str, obj: Obj | None
-    ) -> None:
-        """Our ResourceClaimTemplates made for the workload ``key`` on ``remote`` (read first:
-        one that is not ours, or ours for another workload, is left alone). The names come
-        from the workload or its copy there; with neither, the garbage collection finds
-        them by their labels."""
+    async def delete_claim_templates(self, remote: RemoteCluster, key: str) -> None:
+        """Our ResourceClaimTemplates made for the workload ``key`` on ``remote``: those
+        labelled with our origin and that workload, chosen by the API server (one request;
+        one not ours, or ours for another workload, is never selected)."""
         if not remote.serves_devices:
             return
         namespace, name = key.split("/", 1)
-        source = obj if obj is not None else remote.workloads().get(key)
-        names = draclaims.template_names(((source or {}).get("spec") or {}).get("podSets") or [])
-        for template_name in names:
-            body = {"metadata": {"name": template_name, "namespace": namespace}}
-            try:
-                there = await self.read_remote(remote, R.RESOURCE_CLAIM_TEMPLATES, body)
-                if samename.judge(there, origin=self.settings.origin, workload_name=name) is (
-                    samename.SameName.OURS
-                ):
-                    assert there is not None
-                    await remote.api.delete(
-                        R.RESOURCE_CLAIM_TEMPLATES,
-                        template_name,
-                        namespace,
-                        uid=there["metadata"].get("uid"),
-                    )
-            except errors.KubeError as err:
-                log.info("deleting %s %s on %s: %s", "template", template_name, remote.name, err)
+        ours = f"{remote.origin_selector},{C.PREBUILT_WORKLOAD_LABEL}={name}"
+        try:
+            await remote.api.delete_collection(
+                R.RESOURCE_CLAIM_TEMPLATES, namespace, label_selector=ours
+            )
+        except errors.KubeError as err:
+            log.info("deleting the templates of %s on %s: %s", key, remote.name, err)

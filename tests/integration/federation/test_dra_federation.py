@@ -383,11 +383,16 @@ async def test_c_a_foreign_template_of_the_same_name_is_never_overwritten(
         in refused[0]
     ), refused
 
+    # Our copy there withdrawn (its templates deleted by our labels): the foreign one stays.
+    await wait_for(
+        lambda: gone(worker2, R.WORKLOADS, wl["metadata"]["name"]),
+        timeout=30,
+        what="our copy withdrawn from worker-2",
+    )
     still = await worker2.get(R.RESOURCE_CLAIM_TEMPLATES, TEMPLATE, NS)
     assert still["metadata"]["uid"] == foreign["metadata"]["uid"], "the foreign one was replaced"
     assert C.MULTIKUEUE_ORIGIN_LABEL not in (still["metadata"].get("labels") or {})
     assert still["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
-    assert await gone(worker2, R.WORKLOADS, wl["metadata"]["name"]), "our copy withdrawn"
     ours = await bed.worker_apis["worker-3"].get(R.RESOURCE_CLAIM_TEMPLATES, TEMPLATE, NS)
     assert ours["metadata"]["labels"][C.MULTIKUEUE_ORIGIN_LABEL] == "multikueue"
     await wait_for(lambda: complete(api, "elsewhere"), timeout=90, what="Complete on worker-3")

@@ -12,6 +12,7 @@ from manager.federation.decisions.leftovers import (
     WorkloadFacts,
     job_is_orphan,
     judge_copy,
+    template_is_orphan,
 )
 
 W1, W2 = "worker-1", "worker-2"
@@ -87,3 +88,23 @@ def test_job_is_orphan(
     deleting: bool, copy_exists: bool, workload: WorkloadFacts, orphan: bool
 ) -> None:
     assert job_is_orphan(deleting=deleting, copy_exists=copy_exists, workload=workload) is orphan
+
+
+@pytest.mark.parametrize(
+    ("deleting", "copy_exists", "workload", "orphan"),
+    [
+        (False, False, GONE, True),
+        (False, False, FINISHED, True),
+        (False, False, RUNS_THERE, True),  # moved: no run of it can be here
+        (False, False, REQUEUED, True),  # waiting to be placed again: not here
+        (False, False, RUNS_HERE, False),  # its copy is being recreated here
+        (False, False, SENT_HERE, False),  # sent here, the copy not seen yet
+        (False, True, GONE, False),  # the copy is collected first, its templates with it
+        (True, False, GONE, False),  # already being deleted
+    ],
+)
+def test_template_is_orphan(
+    deleting: bool, copy_exists: bool, workload: WorkloadFacts, orphan: bool
+) -> None:
+    verdict = template_is_orphan(W1, deleting=deleting, copy_exists=copy_exists, workload=workload)
+    assert verdict is orphan
