@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 
 from manager.api import constants as C
+from manager.api.view import at, labels_of
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.runtime import ClusterController
@@ -139,14 +140,13 @@ class Dispatcher:
         """Follow a worker's copies: their events bring the manager workload back here."""
 
         def on_remote(event: Event) -> None:
-            meta = event.obj.get("metadata") or {}
-            labels = meta.get("labels") or {}
-            name = labels.get(C.PREBUILT_WORKLOAD_LABEL) or meta.get("name")
+            meta = at(event.obj, "metadata")
+            name = labels_of(event.obj).get(C.PREBUILT_WORKLOAD_LABEL) or meta.get("name")
             self.queue.add(f"{meta.get('namespace')}/{name}")
 
         def on_remote_job(kind: JobKind, event: Event) -> None:
-            meta = event.obj.get("metadata") or {}
-            workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+            meta = at(event.obj, "metadata")
+            workload = labels_of(event.obj).get(C.PREBUILT_WORKLOAD_LABEL)
             key = f"{meta.get('namespace')}/{workload}"
             if (
                 event.type == "DELETED"
@@ -199,9 +199,9 @@ class Dispatcher:
         self._rescan = False
 
         def order(key: str) -> tuple[int, str]:
-            obj = self.state.workloads.get(key) or {}
-            priority = int((obj.get("spec") or {}).get("priority") or 0)
-            return -priority, str((obj.get("metadata") or {}).get("creationTimestamp", ""))
+            obj = self.state.workloads.get(key)
+            priority = int(at(obj, "spec").get("priority") or 0)
+            return -priority, str(at(obj, "metadata").get("creationTimestamp", ""))
 
         for key in sorted(self.records.waiting(), key=order):
             self.queue.add(key)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.api import federated
+from manager.api.view import annotations_of, at
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry as job_kinds
@@ -118,9 +119,9 @@ class Lookups:
         cq_name = admission.get("clusterQueue")
         if cq_name is None:
             lq = self.state.local_queues.get(
-                f"{obj['metadata']['namespace']}/{(obj.get('spec') or {}).get('queueName')}"
+                f"{obj['metadata']['namespace']}/{at(obj, 'spec').get('queueName')}"
             )
-            cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+            cq_name = at(lq, "spec").get("clusterQueue")
         if not cq_name:
             return None
         return self.federation_of(str(cq_name))
@@ -162,7 +163,7 @@ class Lookups:
         job = self.manager_job(obj)
         if job is None:
             return None
-        managed_by = (job.get("spec") or {}).get("managedBy") or ""
+        managed_by = at(job, "spec").get("managedBy") or ""
         if managed_by == C.MULTIKUEUE_MANAGED_BY:
             return None
         # Upstream's words exactly (Go's %q quoting), so tools that read them keep working.
@@ -305,9 +306,7 @@ class Lookups:
     def failover_policy(self, obj: Obj) -> FailoverPolicy:
         admission = ws.status_of(obj).get("admission") or {}
         cq = self.state.cluster_queues.get(str(admission.get("clusterQueue", ""))) or {}
-        value = ((cq.get("metadata") or {}).get("annotations") or {}).get(
-            FAILOVER_POLICY_ANNOTATION
-        )
+        value = annotations_of(cq).get(FAILOVER_POLICY_ANNOTATION)
         return failover_policy(value, self.settings.failover_policy)
 
     def may_move_at(self, remote: RemoteCluster, obj: Obj) -> float:

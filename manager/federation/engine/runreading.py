@@ -5,10 +5,9 @@ each named with its reason."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from manager.api import constants as C
 from manager.api import draclaims
+from manager.api.view import at, items
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
@@ -88,7 +87,7 @@ class RunReader:
         winner's. Fresh, both: the manager's is copied as it is now, and no informer watches
         them on the worker (a same-named one not ours must be found before any pod could be
         made from it)."""
-        names = draclaims.template_names((obj.get("spec") or {}).get("podSets") or [])
+        names = draclaims.template_names(items(obj, "spec", "podSets"))
         namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
         what = "ResourceClaimTemplate"
         found = []
@@ -192,7 +191,7 @@ class RunReader:
         job = self.look.manager_job(obj)
         kind = self.look.kind_of(obj)
         remote_job = self.look.final_remote_job(remote, obj)
-        current: dict[str, Any] = (job or {}).get("status") or {}
+        current = at(job, "status")
         copied = remote.workloads().get(ws.key_of(obj))
         back = topologyback.to_bring_back(cluster, obj, copied, self.topology.of(remote))
         return jobsync.SyncFacts(
