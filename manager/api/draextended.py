@@ -67,7 +67,7 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, quantity.Quan
 
 def pod_requests(pod_set: Mapping[str, Any], index: int) -> dict[str, ExtendedRequest]:
     """The extended resources one pod of ``pod_set`` (``spec.podSets[index]``) asks for."""
-    spec = (pod_set.get("template") or {}).get("spec") or {}
+    spec = at(pod_set, "template", "spec")
     base = f"spec.podSets[{index}].template.spec"
     first: dict[str, str] = {}
     written: dict[str, list[tuple[str, quantity.Quantity]]] = {}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import at
 from manager.cli.common import CliError, usage_error
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
@@ -48,7 +49,7 @@ def whereabouts(workload: Obj, what: str) -> Whereabouts:
             if check.get("state") == "Ready" and found:
                 cluster = found.group(1)
     if not cluster:
-        meta = workload.get("metadata") or {}
+        meta = at(workload, "metadata")
         not_yet = (
             "never ran on a worker"
             if ws.is_finished(workload)
@@ -81,7 +82,7 @@ def pod_selector(kind: JobKind, name: str, job: Obj | None) -> str:
 
 def container_state(pod: Obj, container: str) -> tuple[str, str]:
     """("waiting" | "running" | "terminated", why it waits)."""
-    status = pod.get("status") or {}
+    status = at(pod, "status")
     phase = str(status.get("phase") or "Pending")
     for entry in (status.get("containerStatuses") or []) + (
         status.get("initContainerStatuses") or []
@@ -116,7 +117,7 @@ class Source:
 
 
 def _containers(pod: Obj, *, init: bool) -> list[str]:
-    spec = pod.get("spec") or {}
+    spec = at(pod, "spec")
     names = [str(c["name"]) for c in spec.get("containers") or []]
     if init:
         names += [str(c["name"]) for c in spec.get("initContainers") or []]

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from manager.api.view import at
 from manager.cli.common import CliError
 from manager.cli.kubeconfigs import connect_dict
 from manager.cli.workerobjects import secret_of
@@ -75,7 +76,7 @@ async def request_token(api: KubeApi, account: tuple[str, str], seconds: int) ->
         "spec": {"expirationSeconds": seconds},
     }
     path = f"{R.SERVICE_ACCOUNTS.path(namespace, name)}/token"
-    status = (await api.request("POST", path, body=body)).get("status") or {}
+    status = at(await api.request("POST", path, body=body), "status")
     if not status.get("token"):
         raise CliError(
             f"the worker answered the TokenRequest for {namespace}/{name} without a token"

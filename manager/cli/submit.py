@@ -7,6 +7,7 @@ from typing import Any
 import click
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from manager.api.view import at
 from manager.cli import jobfiles, submission
 from manager.cli.common import EXIT_FAILED, CliError, console, read_text, run, usage_error, warn
 from manager.cli.durations import Duration
@@ -26,7 +27,7 @@ def in_namespace(job: Obj, given: str | None, default: str) -> Obj:
     """The job in the namespace it is created in, as ``kubectl create -f`` places it: its own
     ``metadata.namespace``, else -n's (``given``), else ``default`` (the context's); a -n
     that contradicts the manifest is a usage error."""
-    meta = job.get("metadata") or {}
+    meta = at(job, "metadata")
     own = meta.get("namespace")
     if own and given and own != given:
         raise usage_error(

@@ -52,7 +52,7 @@ def only_status_changed(old: Obj | None, new: Obj) -> bool:
     """``new`` differs from ``old`` in its status (and resourceVersion) at most."""
     if old is None or old.get("spec") != new.get("spec"):
         return False
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    old_meta, new_meta = at(old, "metadata"), at(new, "metadata")
     if old_meta.keys() != new_meta.keys():
         return False
     return all(v == old_meta[k] for k, v in new_meta.items() if k != "resourceVersion")

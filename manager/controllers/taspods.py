@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from manager.api.view import annotations_of
+
 REQUIRED_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
 UNCONSTRAINED_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
@@ -32,7 +34,7 @@ def topology_request(template: Mapping[str, Any]) -> dict[str, Any] | None:
 
     A slice size that is not a positive number is kept out: the admission core then says
     "slice topology requested, but slice size not provided" on the Workload."""
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(template)
     request: dict[str, Any] = {}
     if annotations.get(REQUIRED_ANNOTATION):
         request["required"] = annotations[REQUIRED_ANNOTATION]

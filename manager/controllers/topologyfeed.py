@@ -16,6 +16,7 @@ import pydantic
 
 from manager import core
 from manager.api.pod import PodSpec
+from manager.api.view import at, labels_of
 from manager.controllers import convert
 from manager.kube.api import Obj
 from manager.kube.informer import Event
@@ -88,18 +89,16 @@ def _same_count(old: Obj, new: Obj) -> bool:
     ended = ("Succeeded", "Failed")
     return (
         old.get("spec") == new.get("spec")
-        and ((old.get("status") or {}).get("phase") in ended)
-        == ((new.get("status") or {}).get("phase") in ended)
-        and ((old.get("metadata") or {}).get("labels") or {}).get(TAS_LABEL)
-        == ((new.get("metadata") or {}).get("labels") or {}).get(TAS_LABEL)
+        and (at(old, "status").get("phase") in ended) == (at(new, "status").get("phase") in ended)
+        and labels_of(old).get(TAS_LABEL) == labels_of(new).get(TAS_LABEL)
     )
 
 
 def _counted(pod: Obj) -> tuple[str, dict[core.ResourceName, int]] | None:
     """(node, requests) of a pod that holds room outside TAS's own accounting, else None."""
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    spec, status = at(pod, "spec"), at(pod, "status")
     node = spec.get("nodeName")
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(pod)
     if not node or status.get("phase") in ("Succeeded", "Failed") or TAS_LABEL in labels:
         return None
     try:

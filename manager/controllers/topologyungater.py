@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from manager import core
+from manager.api.view import at, items, labels_of
 from manager.controllers import taspods, topologyassignment
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
@@ -32,30 +33,26 @@ _INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 
 def _workload_of(pod: Obj) -> str | None:
-    meta = pod.get("metadata") or {}
-    name = (meta.get("annotations") or {}).get(taspods.WORKLOAD_ANNOTATION)
-    if not name or (meta.get("labels") or {}).get(taspods.TAS_LABEL) != "true":
+    meta = at(pod, "metadata")
+    name = at(meta, "annotations").get(taspods.WORKLOAD_ANNOTATION)
+    if not name or at(meta, "labels").get(taspods.TAS_LABEL) != "true":
         return None
     return f"{meta.get('namespace')}/{name}"
 
 
 def is_gated(pod: Obj) -> bool:
-    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    gates = items(pod, "spec", "schedulingGates")
     return any(g.get("name") == taspods.TOPOLOGY_GATE for g in gates)
 
 
 def _alive(pod: Obj) -> bool:
-    phase = (pod.get("status") or {}).get("phase")
-    return phase not in ("Succeeded", "Failed") and not (pod.get("metadata") or {}).get(
-        "deletionTimestamp"
-    )
+    phase = at(pod, "status").get("phase")
+    return phase not in ("Succeeded", "Failed") and not at(pod, "metadata").get("deletionTimestamp")
 
 
 def _order(pod: Obj) -> tuple[int, str]:
-    meta = pod.get("metadata") or {}
-    index = (meta.get("labels") or {}).get(_INDEX_LABEL) or (meta.get("annotations") or {}).get(
-        _INDEX_LABEL
-    )
+    meta = at(pod, "metadata")
+    index = at(meta, "labels").get(_INDEX_LABEL) or at(meta, "annotations").get(_INDEX_LABEL)
     return (int(str(index)) if str(index).isdigit() else 1 << 30, str(meta.get("name", "")))
 
 
@@ -74,10 +71,7 @@ def plan(assignment: core.TopologyAssignment, pods: list[Obj]) -> list[tuple[Obj
         there = sum(
             1
             for p in placed
-            if all(
-                ((p.get("spec") or {}).get("nodeSelector") or {}).get(k) == v
-                for k, v in selector.items()
-            )
+            if all(at(p, "spec", "nodeSelector").get(k) == v for k, v in selector.items())
         )
         room.append((selector, domain.count - there))
     moves = []
@@ -118,12 +112,7 @@ class TopologyUngater:
             return None
         pods = self.pods.by_index(_BY_WORKLOAD, key)
         for pod_set, assignment in _assignments(wl).items():
-            mine = [
-                p
-                for p in pods
-                if ((p.get("metadata") or {}).get("labels") or {}).get(taspods.PODSET_LABEL)
-                == pod_set
-            ]
+            mine = [p for p in pods if labels_of(p).get(taspods.PODSET_LABEL) == pod_set]
             for pod, selector in plan(assignment, mine):
                 await self._ungate(pod, selector)
         return None
@@ -132,7 +121,7 @@ class TopologyUngater:
         meta = pod["metadata"]
         gates = [
             g
-            for g in (pod.get("spec") or {}).get("schedulingGates") or []
+            for g in items(pod, "spec", "schedulingGates")
             if g.get("name") != taspods.TOPOLOGY_GATE
         ]
         patch = {

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.api import dra, federated
+from manager.api.view import at, items
 from manager.controllers import conditions, devicecatalogue
 from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
@@ -134,7 +135,7 @@ class FederationController:
         local_queues = [
             key
             for key, lq in state.local_queues.cache.items()
-            if (lq.get("spec") or {}).get("clusterQueue") == name
+            if at(lq, "spec").get("clusterQueue") == name
         ]
         return colocation.places(cluster_queue, local_queues, views, state.flavors.cache)
 
@@ -180,7 +181,7 @@ class FederationController:
                     up={n for n in names if (r := self.registry.remote(n)) and r.connected},
                     registered=set(self.registry.clusters),
                 )
-                conds = list((ac.get("status") or {}).get("conditions") or [])
+                conds = list(items(ac, "status", "conditions"))
                 if conditions.set_condition(conds, C.ACTIVE, active, reason, message):
                     await self.status.conditions(
                         R.ADMISSION_CHECKS, state.admission_checks, ac, conds

@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from manager import core
+from manager.api.view import at
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.kube.api import Obj
@@ -105,7 +106,7 @@ def options(query: Mapping[str, str]) -> Options:
 
 
 def _item(wl: Obj, in_cluster_queue: int, in_local_queue: int) -> Obj:
-    meta = wl.get("metadata") or {}
+    meta = at(wl, "metadata")
     item_meta: Obj = {
         "name": meta.get("name", ""),
         "namespace": meta.get("namespace", ""),
@@ -117,7 +118,7 @@ def _item(wl: Obj, in_cluster_queue: int, in_local_queue: int) -> Obj:
     ]
     if owners:
         item_meta["ownerReferences"] = owners
-    spec = wl.get("spec") or {}
+    spec = at(wl, "spec")
     priority = spec.get("priority")
     return {
         "metadata": item_meta,
@@ -133,8 +134,8 @@ def summary(version: str, items: list[Obj]) -> Obj:
 
 
 def _local_queue_of(wl: Obj) -> tuple[str, str]:
-    meta = wl.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str((wl.get("spec") or {}).get("queueName") or "")
+    meta = at(wl, "metadata")
+    return str(meta.get("namespace") or ""), str(at(wl, "spec").get("queueName") or "")
 
 
 def cluster_queue_items(pending: Iterable[Obj], opts: Options) -> list[Obj]:
@@ -193,7 +194,7 @@ def for_local_queue(
     lq = state.local_queues.get(f"{namespace}/{name}")
     if lq is None:
         raise not_found("localqueue", name)
-    cluster_queue = str((lq.get("spec") or {}).get("clusterQueue") or "")
+    cluster_queue = str(at(lq, "spec").get("clusterQueue") or "")
     if state.cluster_queues.get(cluster_queue) is None:
         return summary(version, [])  # as upstream: a queue that leads nowhere has nothing
     return summary(

@@ -25,6 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import incluster_config
 from yarl import URL
 
+from manager.api.view import at
 from manager.kube import errors, instrument
 from manager.kube.backoff import retrying
 from manager.kube.pacing import Pacer
@@ -255,7 +256,7 @@ class KubeApi:
         while True:
             page = await self.request("GET", res.path(namespace), query=query)
             items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
+            token = at(page, "metadata").get("continue")
             if not token:
                 page["items"] = items
                 return page

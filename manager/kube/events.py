@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
+from manager.api.view import at
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
@@ -155,7 +156,7 @@ class EventWrite:
 
 def reference(obj: Obj) -> Obj:
     """The ``involvedObject`` of an Event about ``obj`` (an object read from the API)."""
-    meta = obj.get("metadata") or {}
+    meta = at(obj, "metadata")
     ref: Obj = {
         "apiVersion": obj.get("apiVersion", ""),
         "kind": obj.get("kind", ""),

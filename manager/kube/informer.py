@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from manager.api.view import at
 from manager.kube import errors
 from manager.kube.api import KubeApi, Obj
 from manager.kube.backoff import Backoff
@@ -232,7 +233,7 @@ class Informer:
 
     async def _apply(self, raw: dict[str, Any]) -> None:
         kind, obj = raw.get("type"), raw.get("object") or {}
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        rv = at(obj, "metadata").get("resourceVersion")
         if kind == "BOOKMARK":
             self.stats.bookmarks += 1
             if rv:
@@ -315,7 +316,7 @@ def _shared(value: Any) -> Any:
 
 
 def _rv(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return str(at(obj, "metadata").get("resourceVersion", ""))
 
 
 def _with_kind(obj: Obj, resource: Resource) -> Obj:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from manager.api.view import at
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
@@ -33,7 +34,7 @@ class LeaseRecord:
 
     @classmethod
     def from_lease(cls, lease: Obj) -> LeaseRecord:
-        spec: dict[str, Any] = lease.get("spec") or {}
+        spec = at(lease, "spec")
         return cls(
             holder=str(spec.get("holderIdentity") or ""),
             duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
@@ -113,9 +114,6 @@ async def write(
         return await api.create(R.LEASES, body, namespace)
     body = {**current, "spec": record.spec()}
     if annotations:
-        meta = current.get("metadata") or {}
-        body["metadata"] = {
-            **meta,
-            "annotations": {**(meta.get("annotations") or {}), **annotations},
-        }
+        meta = at(current, "metadata")
+        body["metadata"] = {**meta, "annotations": {**at(meta, "annotations"), **annotations}}
     return await api.replace(R.LEASES, body)

@@ -14,6 +14,7 @@ from manager.api.meta import ResourceInfo
 from manager.api.multikueue import MultiKueueCluster, MultiKueueConfig
 from manager.api.priorityclass import WorkloadPriorityClass
 from manager.api.resourceflavor import ResourceFlavor
+from manager.api.view import at
 from manager.api.workload import Workload
 
 
@@ -45,8 +46,7 @@ class Resource:
 
 def key_of(obj: dict[str, object]) -> str:
     """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
-    meta = obj.get("metadata") or {}
-    assert isinstance(meta, dict)
+    meta = at(obj, "metadata")
     namespace, name = meta.get("namespace"), meta.get("name", "")
     return f"{namespace}/{name}" if namespace else str(name)
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from manager.api.view import at
 from manager.kube import errors
 from manager.kube.api import KubeApi
 from manager.kube.resources import Resource
@@ -58,7 +59,7 @@ class User:
 
 def user_of(review: dict[str, Any]) -> User | None:
     """The user of an answered TokenReview; None when the token was not accepted."""
-    status = review.get("status") or {}
+    status = at(review, "status")
     if not status.get("authenticated"):
         return None
     user = status.get("user") or {}
@@ -146,7 +147,7 @@ class DelegatedAccess:
             "spec": spec,
         }
         self.reviews += 1
-        status = (await self.api.create(SUBJECT_ACCESS_REVIEWS, review)).get("status") or {}
+        status = at(await self.api.create(SUBJECT_ACCESS_REVIEWS, review), "status")
         decision = (bool(status.get("allowed")), str(status.get("reason") or ""))
         ttl = self.allow_ttl if decision[0] else self.deny_ttl
         self._decisions.put(key, decision, self.clock() + ttl)

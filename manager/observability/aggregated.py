@@ -33,6 +33,7 @@ from typing import Any
 
 from aiohttp import web
 
+from manager.api.view import at
 from manager.federation import visibility
 from manager.federation.webhooks.certs import server_ssl_context
 from manager.kube import errors
@@ -131,7 +132,7 @@ class Authorizer:
             "spec": {"user": user, "groups": groups, "resourceAttributes": attributes},
         }
         answer = await self.api.create(SUBJECT_ACCESS_REVIEWS, review)
-        status = answer.get("status") or {}
+        status = at(answer, "status")
         allowed, reason = bool(status.get("allowed")), str(status.get("reason") or "")
         if len(self._decisions) > 10_000:
             self._decisions.clear()

@@ -21,6 +21,8 @@ from typing import Any
 
 from opentelemetry import trace
 
+from manager.api.view import at
+
 FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s:%(trace)s %(message)s"
 
@@ -30,12 +32,12 @@ _ABOUT: ContextVar[Mapping[str, Any] | None] = ContextVar("kfed_log_about", defa
 
 def fields_of_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A Workload's fields in a log line: itself, its ClusterQueue, its job, its worker."""
-    meta = obj.get("metadata") or {}
-    status = obj.get("status") or {}
+    meta = at(obj, "metadata")
+    status = at(obj, "status")
     fields: dict[str, Any] = {
         "workload": {"name": meta.get("name"), "namespace": meta.get("namespace")}
     }
-    cluster_queue = (status.get("admission") or {}).get("clusterQueue")
+    cluster_queue = at(status, "admission").get("clusterQueue")
     if cluster_queue:
         fields["clusterQueue"] = {"name": cluster_queue}
     for ref in meta.get("ownerReferences") or []:

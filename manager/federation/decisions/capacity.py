@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from manager.api import quantity
+from manager.api.view import at, items
 
 Obj = dict[str, Any]
 ResourceUsage = Mapping[str, int]
@@ -73,7 +74,7 @@ class WorkerView:
 
 def _quotas(cq: Obj) -> dict[str, dict[str, int]]:
     result: dict[str, dict[str, int]] = {}
-    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+    for rg in items(cq, "spec", "resourceGroups"):
         for fq in rg.get("flavors") or []:
             result[fq["name"]] = {
                 r["name"]: quantity.to_core_units(r["name"], r.get("nominalQuota", 0))
@@ -89,7 +90,7 @@ def offered_flavors(cq: Obj) -> list[str]:
 
 def _reserved(cq: Obj) -> dict[tuple[str, str], int]:
     result = {}
-    for fu in (cq.get("status") or {}).get("flavorsReservation") or []:
+    for fu in items(cq, "status", "flavorsReservation"):
         for r in fu.get("resources") or []:
             result[(fu["name"], r["name"])] = quantity.to_core_units(r["name"], r.get("total") or 0)
     return result
@@ -150,11 +151,11 @@ def match_flavor(
     """A worker flavor of ``offered`` for a manager flavor: same name, else same nodeLabels."""
     if manager_flavor in offered:
         return manager_flavor
-    labels = ((manager_flavors.get(manager_flavor) or {}).get("spec") or {}).get("nodeLabels") or {}
+    labels = at(manager_flavors.get(manager_flavor), "spec", "nodeLabels")
     if not labels:
         return None
     for name in offered:
-        worker_labels = ((worker.flavors.get(name) or {}).get("spec") or {}).get("nodeLabels") or {}
+        worker_labels = at(worker.flavors.get(name), "spec", "nodeLabels")
         if worker_labels == labels:
             return name
     return None
@@ -166,7 +167,7 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
         return Candidate(
             worker.name, False, f"no LocalQueue {request.namespace}/{request.queue}", never=True
         )
-    cq_name = str((lq.get("spec") or {}).get("clusterQueue", ""))
+    cq_name = str(at(lq, "spec").get("clusterQueue", ""))
     cq = worker.cluster_queues.get(cq_name)
     if cq is None:
         return Candidate(

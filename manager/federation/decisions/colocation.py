@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from manager.api.view import at
 from manager.core import FlavorName
 from manager.federation.decisions.capacity import WorkerView, match_flavor, offered_flavors
 
@@ -44,7 +45,7 @@ def places(
             lq = worker.local_queues.get(key)
             if lq is None:
                 continue
-            cq = worker.cluster_queues.get(str((lq.get("spec") or {}).get("clusterQueue", "")))
+            cq = worker.cluster_queues.get(str(at(lq, "spec").get("clusterQueue", "")))
             if cq is None:
                 continue
             offered = offered_flavors(cq)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from manager.api import dracel
+from manager.api.view import at
 
 Obj = dict[str, Any]
 DeviceId = tuple[str, str, str]
@@ -68,7 +69,7 @@ def inventory(slices: Iterable[Obj]) -> Inventory:
     newest: dict[tuple[str, str], int] = {}
     slices = list(slices)
     for s in slices:
-        spec = s.get("spec") or {}
+        spec = at(s, "spec")
         pool = spec.get("pool") or {}
         key = (str(spec.get("driver", "")), str(pool.get("name", "")))
         newest[key] = max(newest.get(key, 0), int(pool.get("generation") or 0))
@@ -76,7 +77,7 @@ def inventory(slices: Iterable[Obj]) -> Inventory:
     counters: dict[CounterKey, int] = {}
     not_counted = 0
     for s in slices:
-        spec = s.get("spec") or {}
+        spec = at(s, "spec")
         driver = str(spec.get("driver", ""))
         pool = spec.get("pool") or {}
         pool_name = str(pool.get("name", ""))
@@ -131,7 +132,7 @@ def taken(claims: Iterable[Obj]) -> Taken:
     """The devices the claims' allocations hold (an ``adminAccess`` result holds nothing)."""
     held: set[DeviceId] = set()
     for claim in claims:
-        allocation = (claim.get("status") or {}).get("allocation") or {}
+        allocation = at(claim, "status", "allocation")
         for result in (allocation.get("devices") or {}).get("results") or []:
             if result.get("adminAccess"):
                 continue
@@ -143,9 +144,7 @@ def taken(claims: Iterable[Obj]) -> Taken:
 
 def device_classes(objects: Iterable[Obj]) -> dict[str, tuple[str, ...]]:
     return {
-        str(c["metadata"]["name"]): dracel.selector_expressions(
-            (c.get("spec") or {}).get("selectors")
-        )
+        str(c["metadata"]["name"]): dracel.selector_expressions(at(c, "spec").get("selectors"))
         for c in objects
     }
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api import dracel
+from manager.api.view import at
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ def template_requests(name: str, template: Mapping[str, Any]) -> list[DeviceRequ
     """The device requests of one claim made from ``template`` (``adminAccess`` requests
     take nothing; ``firstAvailable`` and ``allocationMode: All`` are refused by the charge
     before any placement, so they are not modelled)."""
-    spec = (template.get("spec") or {}).get("spec") or {}
+    spec = at(template, "spec", "spec")
     out: list[DeviceRequest] = []
     for request in (spec.get("devices") or {}).get("requests") or []:
         exactly = request.get("exactly")
@@ -73,7 +74,7 @@ def need_of(
     out: list[PodSetNeed] = []
     for ps in pod_sets:
         name = str(ps.get("name", "main"))
-        spec = (ps.get("template") or {}).get("spec") or {}
+        spec = at(ps, "template", "spec")
         requests: list[DeviceRequest] = []
         for claim in spec.get("resourceClaims") or []:
             template_name = claim.get("resourceClaimTemplateName")

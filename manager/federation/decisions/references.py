@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from manager.api.view import annotations_of
+
 Obj = dict[str, Any]
 
 ANNOTATION = "kfed.io/allowed-references"
@@ -173,7 +175,7 @@ def parse(value: str) -> Rules | Malformed:
 
 def policy_of(multikueue_cluster: Obj | None) -> Policy:
     """What the worker's MultiKueueCluster allows its manager's jobs to use there."""
-    annotations = ((multikueue_cluster or {}).get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(multikueue_cluster)
     value = annotations.get(ANNOTATION)
     return None if value is None else parse(str(value))
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import items
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -76,7 +77,7 @@ def retention_for(annotation: str | None, default: float) -> tuple[float, str | 
 def finished_at(workload: Mapping[str, Any]) -> float | None:
     """When the workload finished: its Finished condition's ``lastTransitionTime`` (None
     when it has not finished, or the time cannot be read)."""
-    for condition in (workload.get("status") or {}).get("conditions") or []:
+    for condition in items(workload, "status", "conditions"):
         if condition.get("type") == C.FINISHED and condition.get("status") == "True":
             raw = condition.get("lastTransitionTime")
             if not isinstance(raw, str):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from manager.api import quantity
+from manager.api.view import at, items
 from manager.core.model import PODS, PodSet, PodSetName, ResourceName, TopologyRequest
 from manager.core.tas import TopologySnapshot
 from manager.core.tas_model import DomainKey, PodSetRequest, Requests, TopologyAssignment, usage_of
@@ -80,9 +81,9 @@ def need_of(workload: Obj) -> Need:
     topology request, each pod's requests from the admission's usage."""
     requests = {
         str(ps.get("name", "")): topology_request(ps.get("topologyRequest"))
-        for ps in (workload.get("spec") or {}).get("podSets") or []
+        for ps in items(workload, "spec", "podSets")
     }
-    admission = (workload.get("status") or {}).get("admission") or {}
+    admission = at(workload, "status", "admission")
     needs = []
     for psa in admission.get("podSetAssignments") or []:
         name = str(psa.get("name", ""))

@@ -9,6 +9,7 @@ import logging
 from collections import OrderedDict
 
 from manager.api import draclaims
+from manager.api.view import items
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation.decisions import deviceinventory, deviceneed
@@ -39,7 +40,7 @@ class DeviceReader:
         """What each pod of the workload asks of a worker's devices: its pod sets' claims
         from the namespace's ResourceClaimTemplates as they are on the manager (read once
         per workload and admission, and remembered), times the admitted pod counts."""
-        pod_sets = (obj.get("spec") or {}).get("podSets") or []
+        pod_sets = items(obj, "spec", "podSets")
         names = draclaims.template_names(pod_sets)
         if not names:
             return deviceneed.Need()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
+from manager.api.view import at
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation.engine.lookups import Lookups
@@ -53,7 +54,7 @@ class JobStatus:
         """Its pods are gone from the worker: the manager's Job no longer shows them."""
         job = self.look.manager_job(obj)
         kind = self.look.kind_of(obj)
-        status = (job or {}).get("status") or {}
+        status = at(job, "status")
         if job is None or not any(status.get(k) for k in kind.status_counters):
             return
         meta = job["metadata"]

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from manager.api import constants as C
 from manager.api import quantity
+from manager.api.view import annotations_of, at
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import (
@@ -75,15 +76,13 @@ class PlacingReader:
                     fr = (flavor, resource)
                     usage[fr] = usage.get(fr, 0) + quantity.to_core_units(resource, value)
         return capacity.Request(
-            obj["metadata"]["namespace"], str((obj.get("spec") or {}).get("queueName", "")), usage
+            obj["metadata"]["namespace"], str(at(obj, "spec").get("queueName", "")), usage
         )
 
     def allowed(self, obj: Obj) -> set[str] | None:
         job = self.look.manager_job(obj) or {}
         for source in (obj, job):
-            value = ((source.get("metadata") or {}).get("annotations") or {}).get(
-                ALLOWED_CLUSTERS_ANNOTATION
-            )
+            value = annotations_of(source).get(ALLOWED_CLUSTERS_ANNOTATION)
             if value:
                 return {c.strip() for c in value.split(",") if c.strip()}
         return None

@@ -14,6 +14,7 @@ import copy
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import at
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB, GENERATED_LABELS
 from manager.federation.settings import JOB_NAME_ANNOTATION
@@ -51,7 +52,7 @@ def remote_workload(
                 job_name = ref.get("name")
     if job_name:
         out_meta["annotations"][JOB_NAME_ANNOTATION] = job_name
-    spec = copy.deepcopy(manager_wl.get("spec") or {})
+    spec = copy.deepcopy(dict(at(manager_wl, "spec")))
     spec.pop("active", None)
     return {"apiVersion": C.API_VERSION, "kind": "Workload", "metadata": out_meta, "spec": spec}
 
@@ -87,5 +88,5 @@ def remote_claim_template(manager_template: Obj, *, workload_name: str, origin: 
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": out_meta,
-        "spec": copy.deepcopy(manager_template.get("spec") or {}),
+        "spec": copy.deepcopy(dict(at(manager_template, "spec"))),
     }

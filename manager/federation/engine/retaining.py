@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from manager.api.view import annotations_of, at
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation.decisions import retention
@@ -30,7 +31,7 @@ INVALID_REASON = "InvalidFinishedRetention"
 def ran_on(workload: Obj) -> str:
     """The worker a finished workload's run ended on: ``kfed.io/ran-on`` where the dispatcher
     had to record it, else ``status.clusterName``."""
-    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(workload)
     return str(
         annotations.get(RAN_ON_ANNOTATION) or ws.status_of(workload).get("clusterName") or ""
     )
@@ -63,9 +64,7 @@ class Retaining:
         if event.type == "DELETED":
             self._told.pop(name, None)
             return
-        value = ((event.obj.get("metadata") or {}).get("annotations") or {}).get(
-            RETENTION_ANNOTATION
-        )
+        value = annotations_of(event.obj).get(RETENTION_ANNOTATION)
         if name in self._told and self._told[name] == value:
             return
         first = name not in self._told
@@ -88,17 +87,15 @@ class Retaining:
     def retention_of(self, workload: Obj) -> float:
         """Seconds its finished run's objects are kept (its ClusterQueue's, else the
         manager's)."""
-        cq = self.state.cluster_queues.get(self.state.queued_cluster_queue(workload)) or {}
-        value = ((cq.get("metadata") or {}).get("annotations") or {}).get(RETENTION_ANNOTATION)
+        cq = self.state.cluster_queues.get(self.state.queued_cluster_queue(workload))
+        value = annotations_of(cq).get(RETENTION_ANNOTATION)
         seconds, _ = retention.retention_for(value, self.settings.finished_retention)
         return seconds
 
     def left(self, workload: Obj) -> float:
         """Seconds its finished run's objects are still kept (0: collect them now); 0 for a
         workload that is not finished, or is being deleted."""
-        if not ws.is_finished(workload) or (workload.get("metadata") or {}).get(
-            "deletionTimestamp"
-        ):
+        if not ws.is_finished(workload) or at(workload, "metadata").get("deletionTimestamp"):
             return 0.0
         return retention.time_left(
             retention.finished_at(workload), self.retention_of(workload), self.clock()

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from manager.api.view import annotations_of
 from manager.controllers import spans, topologyassignment
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
@@ -150,7 +151,7 @@ def lines(workload: Mapping[str, Any]) -> list[str]:
     """Where its pods went, for people (``kfed explain``, the workload page), while that is
     its placement: admitted with a topology assignment, or finished (none once it was
     evicted and waits to be placed again)."""
-    text = ((workload.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    text = annotations_of(workload).get(ANNOTATION)
     admission = ws.status_of(workload).get("admission") or {}
     placed_now = any(
         psa.get("topologyAssignment") for psa in admission.get("podSetAssignments") or []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from manager.api import constants as C
+from manager.api.view import annotations_of, labels_of
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation.settings import PLACEMENT_ANNOTATION
@@ -81,7 +82,7 @@ class Placement:
 def placement_of(obj: Obj) -> tuple[Placement | None, str | None]:
     """The recorded decision, or None with a note saying why it cannot be read (None when
     there is no decision at all)."""
-    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(PLACEMENT_ANNOTATION)
+    raw = annotations_of(obj).get(PLACEMENT_ANNOTATION)
     if not raw:
         return None, None
     try:
@@ -151,6 +152,6 @@ def why(
             return f"runs on {where}: {placement.reason}"
         return f"runs on {where}"
     if role == "worker":
-        origin = ((obj.get("metadata") or {}).get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
+        origin = labels_of(obj).get(C.MULTIKUEUE_ORIGIN_LABEL)
         return f"admitted here; placed by the manager of origin {origin}" if origin else "admitted"
     return "admitted on the manager (its queue has no MultiKueue check)"

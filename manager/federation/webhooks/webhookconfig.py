@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from manager.api.constants import QUEUE_NAME_LABEL
+from manager.api.view import labels_of
 from manager.controllers.jobkinds import registry as jobkinds
 from manager.federation.webhooks.webhook import MUTATE_JOB_PATH
 from manager.kube import errors
@@ -182,7 +183,7 @@ async def delete_webhook_configuration(
 
 
 def _same(current: Obj, desired: Obj) -> bool:
-    labels = (current.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(current)
     wanted_labels = desired["metadata"]["labels"]
     return bool(
         current.get("webhooks") == desired["webhooks"]

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from manager.api import constants as C
+from manager.api.view import at
 
 # Condition reasons on MultiKueueCluster Active=False (upstream's names where they exist).
 BAD_KUBECONFIG = C.REASON_BAD_KUBECONFIG
@@ -243,7 +244,7 @@ def secret_data(text: str) -> dict[str, str]:
 def from_secret(secret: dict[str, Any]) -> str:
     """The kubeconfig text a worker's Secret holds. Raises KubeconfigRejected (BadKubeConfig)
     when the key is missing or not base64 text; ``check`` then judges the text itself."""
-    meta = secret.get("metadata") or {}
+    meta = at(secret, "metadata")
     where = f"Secret {meta.get('namespace')}/{meta.get('name')}"
     data = (secret.get("data") or {}).get(C.MULTIKUEUE_KUBECONFIG_SECRET_KEY)
     if not data:

@@ -21,6 +21,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import federated
+from manager.api.view import items
 from manager.controllers import conditions
 from manager.controllers import eventreasons as told
 from manager.federation.decisions import references
@@ -181,7 +182,7 @@ class ClusterRegistry:
     def clusters_of_config(self, config_name: str) -> list[str]:
         """The worker names a MultiKueueConfig lists, in its order (empty when missing)."""
         config = self.mk_configs.get(config_name)
-        return [str(c) for c in ((config or {}).get("spec") or {}).get("clusters") or []]
+        return [str(c) for c in items(config, "spec", "clusters")]
 
     def _credentials_condition(
         self, conds: list[dict[str, Any]], entry: ClusterEntry
@@ -362,7 +363,7 @@ class ClusterRegistry:
             if obj is None:
                 continue
             status, reason, message = entry.condition()
-            conds = list((obj.get("status") or {}).get("conditions") or [])
+            conds = list(items(obj, "status", "conditions"))
             before = conditions.find(conds, C.ACTIVE)
             was_active = None if before is None else before.get("status") == "True"
             reason_before = before.get("reason") if before is not None else None

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from manager.api import constants as C
+from manager.api.view import at
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
@@ -49,8 +50,8 @@ devices, decisions/devices.py): every ResourceSlice and DeviceClass, and every R
 
 def workload_keys_of_job(job: Obj) -> list[str]:
     """``namespace/name`` of the manager workload a Job of ours was made for."""
-    meta = job.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL)
+    meta = at(job, "metadata")
+    name = at(meta, "labels").get(C.PREBUILT_WORKLOAD_LABEL)
     return [f"{meta.get('namespace')}/{name}"] if name else []
 
 
