@@ -117,6 +117,7 @@ def prepare(job: Obj, *, queue: str | None) -> tuple[Obj, list[str]]:
     prepared = copy.deepcopy(job)
     meta = prepared.setdefault("metadata", {})
     meta["namespace"] = namespace_of(prepared)
+    # Written into (the queue label), so the manifest's own dict, not a read-only view.
     labels = meta.get("labels") or {}
     if queue:
         labels[C.QUEUE_NAME_LABEL] = queue

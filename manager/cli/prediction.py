@@ -21,7 +21,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import dra, draclaims
-from manager.api.view import at
+from manager.api.view import annotations_of, at
 from manager.cli import snapshot
 from manager.cli.common import CliError, usage_error
 from manager.cli.jobfiles import display_name, kind_of, namespace_of, queue_of
@@ -156,8 +156,7 @@ async def predict(
     except MissingReference as err:
         raise CliError(f"{display_name(job)} cannot be queued yet: {err}") from None
     federation = await multikueue_config(api, cq)
-    annotations = at(job, "metadata").get("annotations") or {}
-    allowed_raw = annotations.get(ALLOWED_CLUSTERS_ANNOTATION)
+    allowed_raw = annotations_of(job).get(ALLOWED_CLUSTERS_ANNOTATION)
     allowed = {c.strip() for c in allowed_raw.split(",") if c.strip()} if allowed_raw else None
     clusters = federation[2] if federation is not None else []
     pod_sets = kind.workload_pod_sets(resolved)

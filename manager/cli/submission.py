@@ -16,6 +16,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import federated
+from manager.api.view import at
 from manager.cli.common import CliError, usage_error
 from manager.cli.jobfiles import display_name, kind_of, queue_of
 from manager.controllers import conditions
@@ -94,7 +95,7 @@ def placement(job: Obj, workload: Obj | None, mk_checks: set[str]) -> Placement:
         )
     checks = [c for c in status.get("admissionChecks") or [] if c.get("name") in mk_checks]
     if ws.has_reservation(workload):
-        cq = (status.get("admission") or {}).get("clusterQueue", "")
+        cq = at(workload, "status", "admission").get("clusterQueue", "")
         if checks:
             check = checks[0]
             if check.get("state") == "Ready" and cluster:

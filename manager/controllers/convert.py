@@ -20,7 +20,7 @@ from manager.api.pod import PodSpec, Taint, Toleration
 from manager.api.quota import ResourceGroup
 from manager.api.resourceflavor import ResourceFlavor
 from manager.api.topology import TopologyRequest
-from manager.api.view import at
+from manager.api.view import at, labels_of
 from manager.api.workload import Workload
 from manager.controllers import topologyassignment
 
@@ -110,9 +110,9 @@ def node(obj: Mapping[str, Any]) -> core.Node:
     )
     return core.Node(
         name=str(obj["metadata"]["name"]),
-        labels=dict((obj["metadata"].get("labels")) or {}),
+        labels=dict(labels_of(obj)),
         allocatable={
-            core.ResourceName(r): units(r, v) for r, v in (status.get("allocatable") or {}).items()
+            core.ResourceName(r): units(r, v) for r, v in at(obj, "status", "allocatable").items()
         },
         taints=tuple(
             core.Taint(t["key"], core.TaintEffect(t["effect"]), t.get("value") or "")

@@ -39,7 +39,7 @@ def workload_notes(wl: Obj) -> list[tuple[str, str]]:
 def cluster_queue_notes(cq: Obj) -> list[tuple[str, str]]:
     spec = at(cq, "spec")
     notes = []
-    mode = (spec.get("admissionScope") or {}).get("admissionMode")
+    mode = at(cq, "spec", "admissionScope").get("admissionMode")
     if mode == "UsageBasedAdmissionFairSharing":
         notes.append(
             (

@@ -47,7 +47,7 @@ class QueueStatusWriter:
         self.period = period
 
     def _missing_checks(self, cq: dict[str, Any]) -> list[str]:
-        strategy = at(cq, "spec").get("admissionChecksStrategy") or {}
+        strategy = at(cq, "spec", "admissionChecksStrategy")
         names = [r["name"] for r in strategy.get("admissionChecks") or []]
         return [n for n in names if self.state.admission_checks.get(n) is None]
 

@@ -25,14 +25,13 @@ def step_name(role: str, step: str) -> str:
 
 def workload_attributes(role: str, obj: Obj) -> dict[str, Any]:
     meta = at(obj, "metadata")
-    status = ws.status_of(obj)
     return {
         tracing.ROLE_ATTRIBUTE: role,
         "k8s.namespace.name": meta.get("namespace"),
         "kueue.workload": meta.get("name"),
         "kfed.job.kind": ws.owner_kind(obj) or None,
         "kueue.local_queue": at(obj, "spec").get("queueName"),
-        "kueue.cluster_queue": (status.get("admission") or {}).get("clusterQueue"),
+        "kueue.cluster_queue": at(obj, "status", "admission").get("clusterQueue"),
     }
 
 

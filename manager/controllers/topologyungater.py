@@ -134,9 +134,8 @@ class TopologyUngater:
 
 
 def _assignments(wl: Obj) -> dict[str, core.TopologyAssignment]:
-    admission = ws.status_of(wl).get("admission") or {}
     result = {}
-    for psa in admission.get("podSetAssignments") or []:
+    for psa in items(wl, "status", "admission", "podSetAssignments"):
         raw = psa.get("topologyAssignment")
         if raw:
             try:

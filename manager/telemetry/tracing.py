@@ -36,7 +36,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
-from manager.api.view import at
+from manager.api.view import annotations_of, at
 from manager.telemetry import logfmt
 
 TRACEPARENT_ANNOTATION = "kfed.io/traceparent"
@@ -138,7 +138,7 @@ def _traceparent(span_context: SpanContext) -> str:
 def span_context_of(obj: Obj) -> SpanContext:
     """The root of ``obj``'s trace: from its annotation, else derived from its uid."""
     meta = at(obj, "metadata")
-    value = (meta.get("annotations") or {}).get(TRACEPARENT_ANNOTATION)
+    value = annotations_of(obj).get(TRACEPARENT_ANNOTATION)
     if value:
         found = _span_context_from(str(value))
         if found is not None:

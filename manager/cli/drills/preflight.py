@@ -8,6 +8,7 @@ from typing import Any
 
 from manager.api import constants as C
 from manager.api import federated
+from manager.api.view import annotations_of
 from manager.cli.clusterstatus import active_condition, describe_active
 from manager.cli.common import EXIT_UNREACHABLE, CliError, usage_error
 from manager.cli.drills import leftovers as drillleftovers
@@ -45,7 +46,7 @@ async def check_target(api: KubeApi, cluster: str, namespace: str) -> str:
             f"{left}: is another drill running? If not, put it back with "
             f"`kfed drill restore --cluster {cluster}`"
         )
-    mode = (mk_cluster["metadata"].get("annotations") or {}).get(C.MAINTENANCE_ANNOTATION)
+    mode = annotations_of(mk_cluster).get(C.MAINTENANCE_ANNOTATION)
     if mode:
         raise CliError(
             f"{cluster} is in maintenance ({mode}): a drill needs it serving; "

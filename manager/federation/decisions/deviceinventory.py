@@ -132,8 +132,7 @@ def taken(claims: Iterable[Obj]) -> Taken:
     """The devices the claims' allocations hold (an ``adminAccess`` result holds nothing)."""
     held: set[DeviceId] = set()
     for claim in claims:
-        allocation = at(claim, "status", "allocation")
-        for result in (allocation.get("devices") or {}).get("results") or []:
+        for result in at(claim, "status", "allocation", "devices").get("results") or []:
             if result.get("adminAccess"):
                 continue
             held.add(

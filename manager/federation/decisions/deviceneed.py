@@ -41,9 +41,8 @@ def template_requests(name: str, template: Mapping[str, Any]) -> list[DeviceRequ
     """The device requests of one claim made from ``template`` (``adminAccess`` requests
     take nothing; ``firstAvailable`` and ``allocationMode: All`` are refused by the charge
     before any placement, so they are not modelled)."""
-    spec = at(template, "spec", "spec")
     out: list[DeviceRequest] = []
-    for request in (spec.get("devices") or {}).get("requests") or []:
+    for request in at(template, "spec", "spec", "devices").get("requests") or []:
         exactly = request.get("exactly")
         if not exactly or exactly.get("adminAccess"):
             continue

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import labels_of
 
 Obj = dict[str, Any]
 
@@ -34,7 +35,7 @@ def judge(existing: Obj | None, *, origin: str, workload_name: str | None) -> Sa
     a copy of the Workload itself, which carries no prebuilt-workload label)."""
     if existing is None:
         return SameName.NONE
-    labels = existing.get("metadata", {}).get("labels") or {}
+    labels = labels_of(existing)
     if labels.get(C.MULTIKUEUE_ORIGIN_LABEL) != origin:
         return SameName.FOREIGN
     if workload_name is not None and labels.get(C.PREBUILT_WORKLOAD_LABEL) != workload_name:

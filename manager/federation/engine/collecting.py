@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 
 from manager.api import constants as C
+from manager.api.view import labels_of
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.federation.decisions import checkstatus, leftovers
@@ -161,7 +162,7 @@ class Collector:
         removed = 0
         for template in listed["items"]:
             meta = template["metadata"]
-            workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL, "")
+            workload = labels_of(template).get(C.PREBUILT_WORKLOAD_LABEL, "")
             key = f"{meta['namespace']}/{workload}"
             if leftovers.template_is_orphan(
                 remote.name,
@@ -188,7 +189,7 @@ class Collector:
         removed = 0
         for job in jobs:
             meta = job["metadata"]
-            workload = (meta.get("labels") or {}).get(C.PREBUILT_WORKLOAD_LABEL, "")
+            workload = labels_of(job).get(C.PREBUILT_WORKLOAD_LABEL, "")
             key = f"{meta['namespace']}/{workload}"
             if leftovers.job_is_orphan(
                 deleting=bool(meta.get("deletionTimestamp")),

@@ -44,10 +44,9 @@ class DeviceReader:
         names = draclaims.template_names(pod_sets)
         if not names:
             return deviceneed.Need()
-        admission = ws.status_of(obj).get("admission") or {}
         pods = {
             str(psa.get("name", "")): int(psa["count"])
-            for psa in admission.get("podSetAssignments") or []
+            for psa in items(obj, "status", "admission", "podSetAssignments")
             if psa.get("count") is not None
         }
         meta = obj["metadata"]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from manager.api import constants as C
 from manager.api import federated
-from manager.api.view import annotations_of, at
+from manager.api.view import annotations_of, at, labels_of
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds import registry as job_kinds
@@ -37,19 +37,18 @@ UNBLOCK_MARGIN = 0.05
 
 def ours(remote_obj: Obj, origin: str) -> bool:
     """Made by this manager (its origin label), so kfed may change or delete it."""
-    labels = remote_obj["metadata"].get("labels") or {}
-    return labels.get(C.MULTIKUEUE_ORIGIN_LABEL) == origin
+    return labels_of(remote_obj).get(C.MULTIKUEUE_ORIGIN_LABEL) == origin
 
 
 def made_for(remote_job: Obj, manager_wl: Obj) -> bool:
     """A remote Job made for this manager Workload (not for an earlier one of that name)."""
-    labels = remote_job["metadata"].get("labels") or {}
-    return bool(labels.get(C.PREBUILT_WORKLOAD_LABEL) == manager_wl["metadata"]["name"])
+    workload = labels_of(remote_job).get(C.PREBUILT_WORKLOAD_LABEL)
+    return bool(workload == manager_wl["metadata"]["name"])
 
 
 def foreign_reason(kind: str, foreign: Obj) -> str:
     meta = foreign["metadata"]
-    origin = (meta.get("labels") or {}).get(C.MULTIKUEUE_ORIGIN_LABEL)
+    origin = labels_of(foreign).get(C.MULTIKUEUE_ORIGIN_LABEL)
     whose = f"another manager (origin {origin!r})" if origin else "someone else"
     return (
         f"a {kind} {meta['namespace']}/{meta['name']} that kfed did not create already exists "
@@ -79,7 +78,7 @@ def run_facts(
     marked += [job for _, job in jobs]
 
     def annotated(name: str) -> bool:
-        return any(name in (o.get("metadata", {}).get("annotations") or {}) for o in marked)
+        return any(name in annotations_of(o) for o in marked)
 
     copy_conditions = ws.status_of(copy).get("conditions") if copy is not None else None
     finished = conditions.find(copy_conditions, C.FINISHED) if copy is not None else None
@@ -115,8 +114,7 @@ class Lookups:
 
     def multikueue_check(self, obj: Obj) -> tuple[str, list[str]] | None:
         """(check name, worker names of its MultiKueueConfig) when the workload is federated."""
-        admission = ws.status_of(obj).get("admission") or {}
-        cq_name = admission.get("clusterQueue")
+        cq_name = at(obj, "status", "admission").get("clusterQueue")
         if cq_name is None:
             lq = self.state.local_queues.get(
                 f"{obj['metadata']['namespace']}/{at(obj, 'spec').get('queueName')}"
@@ -242,9 +240,7 @@ class Lookups:
 
     def remote_job_name(self, obj: Obj) -> str | None:
         job = self.manager_job(obj)
-        name = (job or {}).get("metadata", {}).get("name") or (
-            obj["metadata"].get("annotations") or {}
-        ).get(C.JOB_NAME_ANNOTATION)
+        name = at(job, "metadata").get("name") or annotations_of(obj).get(C.JOB_NAME_ANNOTATION)
         return str(name) if name else None
 
     def same_named_remote_job(self, remote: RemoteCluster, obj: Obj) -> Obj | None:
@@ -304,7 +300,7 @@ class Lookups:
         return min(ends) - now + UNBLOCK_MARGIN if ends else None
 
     def failover_policy(self, obj: Obj) -> FailoverPolicy:
-        admission = ws.status_of(obj).get("admission") or {}
+        admission = at(obj, "status", "admission")
         cq = self.state.cluster_queues.get(str(admission.get("clusterQueue", ""))) or {}
         value = annotations_of(cq).get(FAILOVER_POLICY_ANNOTATION)
         return failover_policy(value, self.settings.failover_policy)

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from manager.api import constants as C
 from manager.api import quantity
-from manager.api.view import annotations_of, at
+from manager.api.view import annotations_of, at, items
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation.decisions import (
@@ -67,8 +67,7 @@ class PlacingReader:
 
     def request(self, obj: Obj) -> capacity.Request:
         usage: dict[tuple[str, str], int] = {}
-        admission = ws.status_of(obj).get("admission") or {}
-        for psa in admission.get("podSetAssignments") or []:
+        for psa in items(obj, "status", "admission", "podSetAssignments"):
             flavors = psa.get("flavors") or {}
             for resource, value in (psa.get("resourceUsage") or {}).items():
                 flavor = flavors.get(resource)

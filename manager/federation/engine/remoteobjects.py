@@ -14,7 +14,7 @@ import copy
 from typing import Any
 
 from manager.api import constants as C
-from manager.api.view import at
+from manager.api.view import annotations_of, at
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB, GENERATED_LABELS
 from manager.federation.settings import JOB_NAME_ANNOTATION
@@ -23,11 +23,11 @@ Obj = dict[str, Any]
 
 
 def _copy_meta(meta: Obj, origin: str, extra_annotations: dict[str, str]) -> Obj:
-    labels = dict(meta.get("labels") or {})
+    labels = dict(at(meta, "labels"))
     labels[C.MULTIKUEUE_ORIGIN_LABEL] = origin
     annotations = {
         k: v
-        for k, v in (meta.get("annotations") or {}).items()
+        for k, v in at(meta, "annotations").items()
         if not k.startswith("kubectl.kubernetes.io/")
     }
     annotations.update(extra_annotations)
@@ -45,7 +45,7 @@ def remote_workload(
     meta = manager_wl["metadata"]
     out_meta = _copy_meta(meta, origin, annotations or {})
     out_meta["labels"].pop(C.JOB_UID_LABEL, None)
-    job_name = (meta.get("annotations") or {}).get(JOB_NAME_ANNOTATION)
+    job_name = annotations_of(manager_wl).get(JOB_NAME_ANNOTATION)
     if job_name is None:
         for ref in meta.get("ownerReferences") or []:
             if ref.get("kind") == "Job":

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from manager.api.view import annotations_of
+from manager.api.view import annotations_of, items
 from manager.controllers import spans, topologyassignment
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
@@ -38,10 +38,9 @@ READY = "Ready"
 
 def assignments_of(remote_wl: Obj) -> dict[str, Any]:
     """Pod set -> its ``topologyAssignment`` on the worker's copy."""
-    admission = ws.status_of(remote_wl).get("admission") or {}
     return {
         str(psa.get("name", "")): psa["topologyAssignment"]
-        for psa in admission.get("podSetAssignments") or []
+        for psa in items(remote_wl, "status", "admission", "podSetAssignments")
         if psa.get("topologyAssignment")
     }
 
@@ -49,6 +48,8 @@ def assignments_of(remote_wl: Obj) -> dict[str, Any]:
 def with_assignments(obj: Obj, found: dict[str, Any]) -> Obj | None:
     """The manager's Workload with the worker's assignments in its admission (None: it has
     them already, or has no admission to put them in)."""
+    # Writes into the pod set assignments of ``obj`` itself: reads them live, not through
+    # the read-only views of manager.api.view.
     admission = ws.status_of(obj).get("admission") or {}
     changed = False
     for psa in admission.get("podSetAssignments") or []:
@@ -105,7 +106,7 @@ def to_bring_back(
     if not found:
         return None
     text = json.dumps(spelled_out(cluster, found, trees), separators=(",", ":"))
-    annotated = (obj["metadata"].get("annotations") or {}).get(ANNOTATION) == text
+    annotated = annotations_of(obj).get(ANNOTATION) == text
     if annotated and with_assignments(copy.deepcopy(obj), found) is None:
         return None
     return found, text
@@ -127,7 +128,7 @@ async def bring_back(
                 lambda o: with_assignments(o, assignments),
                 subresource="status",
             )
-        if (meta.get("annotations") or {}).get(ANNOTATION) != text:
+        if annotations_of(obj).get(ANNOTATION) != text:
             await state.api.patch(
                 R.WORKLOADS,
                 meta["name"],
@@ -152,9 +153,9 @@ def lines(workload: Mapping[str, Any]) -> list[str]:
     its placement: admitted with a topology assignment, or finished (none once it was
     evicted and waits to be placed again)."""
     text = annotations_of(workload).get(ANNOTATION)
-    admission = ws.status_of(workload).get("admission") or {}
     placed_now = any(
-        psa.get("topologyAssignment") for psa in admission.get("podSetAssignments") or []
+        psa.get("topologyAssignment")
+        for psa in items(workload, "status", "admission", "podSetAssignments")
     )
     if not text or not (placed_now or ws.is_finished(workload)):
         return []

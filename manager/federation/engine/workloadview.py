@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from manager.api import constants as C
-from manager.api.view import annotations_of, labels_of
+from manager.api.view import annotations_of, items, labels_of
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.federation.settings import PLACEMENT_ANNOTATION
@@ -51,7 +51,7 @@ def state_of(obj: Obj) -> str:
 def flavors_of(obj: Obj) -> tuple[str, ...]:
     """The flavors of the admission, in order of first appearance."""
     found: list[str] = []
-    for psa in (ws.status_of(obj).get("admission") or {}).get("podSetAssignments") or []:
+    for psa in items(obj, "status", "admission", "podSetAssignments"):
         for flavor in (psa.get("flavors") or {}).values():
             if str(flavor) not in found:
                 found.append(str(flavor))

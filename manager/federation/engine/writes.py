@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from manager.api import constants as C
+from manager.api.view import annotations_of
 from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
@@ -164,8 +165,8 @@ class Writes:
         (requeued meanwhile, or placed elsewhere): `kfed explain` reads it once the copies
         are gone. Returns the Workload as written (``obj`` when nothing was), the base of
         the next write."""
-        annotations = obj["metadata"].get("annotations") or {}
-        if cluster in (ws.status_of(obj).get("clusterName"), annotations.get(RAN_ON_ANNOTATION)):
+        ran_on = annotations_of(obj).get(RAN_ON_ANNOTATION)
+        if cluster in (ws.status_of(obj).get("clusterName"), ran_on):
             return obj
         meta = obj["metadata"]
         try:

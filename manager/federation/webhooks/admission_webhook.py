@@ -28,6 +28,7 @@ import logging
 import tempfile
 from pathlib import Path
 
+from manager.api.view import labels_of
 from manager.controllers.state import ClusterState
 from manager.federation.webhooks import certs, webhookconfig
 from manager.federation.webhooks.webhook import MUTATE_JOB_PATH, ClusterStateQueues, WebhookServer
@@ -199,7 +200,7 @@ async def shared_serving_certificate(
         reason = _unusable(secret, hosts, now)
         if reason is None:
             return certs.ServingCertificate.from_secret_data(secret.get("data"))
-        labels = secret["metadata"].get("labels") or {}
+        labels = labels_of(secret)
         if any(labels.get(k) != v for k, v in MANAGED_BY.items()):
             raise ValueError(
                 f"Secret {namespace}/{name} cannot serve the webhook ({reason}) and kfed did not "
@@ -253,7 +254,7 @@ def _kept(secret: Obj) -> Obj:
     return {
         "metadata": {
             **meta,
-            "labels": {**(meta.get("labels") or {}), **MANAGED_BY},
+            "labels": {**labels_of(secret), **MANAGED_BY},
         }
     }
 

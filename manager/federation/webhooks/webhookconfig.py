@@ -158,7 +158,7 @@ async def ensure_webhook_configuration(
             "metadata": {
                 **current["metadata"],
                 "labels": {
-                    **(current["metadata"].get("labels") or {}),
+                    **labels_of(current),
                     **desired["metadata"]["labels"],
                 },
             },

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from manager.api import constants as C
-from manager.api.view import at
+from manager.api.view import annotations_of, at
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
@@ -206,8 +206,7 @@ class RemoteObjects:
         obj = self._heartbeat()
         if obj is None:
             return None
-        annotations = obj["metadata"].get("annotations") or {}
-        return str(annotations.get(SHIM_MODE_ANNOTATION) or "admit")
+        return str(annotations_of(obj).get(SHIM_MODE_ANNOTATION) or "admit")
 
     def _observe_shim(self) -> None:
         obj = self._heartbeat()
