@@ -12,7 +12,8 @@ from enum import StrEnum
 from typing import Any
 
 from manager.api import constants as C
-from manager.api.view import annotations_of
+from manager.api import draclaims
+from manager.api.view import annotations_of, items
 from manager.controllers import eventreasons as told
 from manager.controllers import spans
 from manager.controllers import workloadstatus as ws
@@ -246,7 +247,7 @@ class Writes:
                 pass
             except errors.KubeError as err:
                 log.info("deleting our job of %s on %s: %s", key, remote.name, err)
-        await self.delete_claim_templates(remote, key)
+        await self.delete_claim_templates(remote, key, obj)
         try:
             await remote.api.delete(R.WORKLOADS, name, namespace)
         except errors.NotFound:
@@ -323,11 +324,19 @@ class Writes:
         except errors.KubeError as err:
             log.info("deleting %s %s on %s: %s", res.kind, meta["name"], remote.name, err)
 
-    async def delete_claim_templates(self, remote: RemoteCluster, key: str) -> None:
+    async def delete_claim_templates(
+        self, remote: RemoteCluster, key: str, obj: Obj | None
+    ) -> None:
         """Our ResourceClaimTemplates made for the workload ``key`` on ``remote``: those
         labelled with our origin and that workload, chosen by the API server (one request;
-        one not ours, or ours for another workload, is never selected)."""
-        if not remote.serves_devices:
+        one not ours, or ours for another workload, is never selected). None is asked for
+        when the workload's pods, or its copy's there, claim no template: none was made (a
+        request per deleted copy would cost AllAtOnce a write each); with neither at hand,
+        the garbage collection finds them by their labels."""
+        source = obj if obj is not None else remote.workloads().get(key)
+        if not remote.serves_devices or not draclaims.template_names(
+            items(source, "spec", "podSets")
+        ):
             return
         namespace, name = key.split("/", 1)
         ours = f"{remote.origin_selector},{C.PREBUILT_WORKLOAD_LABEL}={name}"
