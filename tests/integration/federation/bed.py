@@ -159,6 +159,12 @@ class Bed:
         await asyncio.wait_for(copies.workloads.synced.wait(), 30)
         return fence
 
+    async def start_federation(self) -> FederationController:
+        """A shim on every worker, then the manager: the bed's fast settings throughout."""
+        for worker in self.worker_apis:
+            await self.start_shim(worker)
+        return await self.start_manager()
+
     async def start_manager(
         self,
         *,

@@ -198,9 +198,7 @@ async def test_b_a_full_worker_is_skipped_and_none_free_means_a_clear_wait(
     article_bed: Bed,
 ) -> None:
     bed = article_bed
-    for worker in ("worker-1", "worker-2", "worker-3"):
-        await bed.start_shim(worker)
-    await bed.start_manager()
+    await bed.start_federation()
     api = bed.manager_api
     await fill_worker(bed.worker_apis["worker-2"], "local-hog")
     await api.create(R.JOBS, h100_job("next-h100"), NS)
@@ -231,9 +229,7 @@ async def test_b_a_full_worker_is_skipped_and_none_free_means_a_clear_wait(
 
 async def test_d_drain_moves_work_away_and_uncordon_restores(article_bed: Bed) -> None:
     bed = article_bed
-    for worker in ("worker-1", "worker-2", "worker-3"):
-        await bed.start_shim(worker)
-    await bed.start_manager()
+    await bed.start_federation()
     api = bed.manager_api
     await api.create(R.JOBS, h100_job("long", delay_ms=120_000), NS)
     wl = await wait_for(lambda: placed(api, "long"), timeout=60, what="long placed")
