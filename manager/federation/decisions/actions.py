@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from manager.kube.resources import Resource
+
 
 @dataclass(frozen=True, slots=True)
 class DeleteCopies:
@@ -269,6 +271,33 @@ class Refuse:
     """Take back the copy on ``cluster`` and forget it as the winner or the placement."""
 
     cluster: str
+
+
+# -- the garbage collection's verdicts (collecting.py), on leftovers of a workload ----------
+
+
+@dataclass(frozen=True, slots=True)
+class CollectCopy:
+    """Delete the workload's leftover copy on the worker and our jobs made for it
+    (``leftovers.judge_copy`` said DELETE at ``moment``); ``workload``: the manager's, if it
+    is still there (a live run's job is remembered as stopped)."""
+
+    moment: str
+    workload: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CollectOrphan:
+    """Delete ``obj``, one of our objects on the worker whose workload has no copy there
+    (``leftovers.job_is_orphan``, ``leftovers.template_is_orphan``); ``foreground``: a job
+    stays until its pods are gone."""
+
+    resource: Resource
+    obj: Mapping[str, Any]
+    foreground: bool = False
+
+
+Collect = CollectCopy | CollectOrphan
 
 
 Action = (

@@ -15,11 +15,11 @@ from manager.api import constants as C
 from manager.api.view import labels_of
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
+from manager.federation.decisions import actions as do
 from manager.federation.decisions import checkstatus, leftovers
 from manager.federation.engine.applier import Applier
 from manager.federation.engine.lookups import Lookups, run_facts
 from manager.federation.engine.retaining import Retaining, ran_on
-from manager.federation.engine.writes import Writes
 from manager.federation.workers.remote import RemoteCluster
 from manager.federation.workers.remoteobjects import workload_keys_of_job
 from manager.kube import errors
@@ -34,13 +34,11 @@ class Collector:
     def __init__(
         self,
         look: Lookups,
-        write: Writes,
         applier: Applier,
         requeue: Callable[[str], None],
         retaining: Retaining,
     ) -> None:
         self.look = look
-        self.write = write
         self.applier = applier
         self.requeue = requeue
         self.state = look.state
@@ -132,9 +130,7 @@ class Collector:
             return False
         obj = self.state.workloads.get(key)
         with tracing.workload_context(obj or copy_):
-            log.info("collecting the copy of %s on %s (%s)", key, remote.name, moment)
-            await self.write.delete_copy(remote, key, obj)
-        return True
+            return await self.applier.collect(remote, key, do.CollectCopy(str(moment), obj))
 
     async def collect_garbage(self) -> int:
         """Delete remote copies of our origin whose manager workload is gone or finished."""
@@ -170,8 +166,8 @@ class Collector:
                 copy_exists=remote.workloads().get(key) is not None,
                 workload=self.workload_facts(key),
             ):
-                await self.write.delete_orphan(remote, R.RESOURCE_CLAIM_TEMPLATES, template)
-                removed += 1
+                orphan = do.CollectOrphan(R.RESOURCE_CLAIM_TEMPLATES, template)
+                removed += await self.applier.collect(remote, key, orphan)
         return removed
 
     async def _collect_orphan_jobs(self, remote: RemoteCluster) -> int:
@@ -196,6 +192,6 @@ class Collector:
                 copy_exists=remote.workloads().get(key) is not None,
                 workload=self.workload_facts(key),
             ):
-                await self.write.delete_orphan(remote, kind.resource, job, foreground=True)
-                removed += 1
+                orphan = do.CollectOrphan(kind.resource, job, foreground=True)
+                removed += await self.applier.collect(remote, key, orphan)
         return removed

@@ -101,9 +101,7 @@ class Dispatcher:
             told_refusals=told_refusals,
             clock=clock,
         )
-        self.collector = Collector(
-            self.look, self.write, self.applier, self.queue.add, self.retaining
-        )
+        self.collector = Collector(self.look, self.applier, self.queue.add, self.retaining)
         self._rescan = False
         self.state.workloads.subscribe(self._on_manager_workload)
         self.state.job_kinds.subscribe(self._on_manager_job)

@@ -110,9 +110,7 @@ class Bed:
             told_refusals=ToldRefusals(),
         )
         retaining = Retaining(self.state, SETTINGS, tell=self.state.events)
-        self.collector = Collector(
-            self.look, cast(Any, None), applier, self.requeued.append, retaining
-        )
+        self.collector = Collector(self.look, applier, self.requeued.append, retaining)
 
 
 def test_the_informer_alone_shows_the_run_unfinished() -> None:
@@ -198,7 +196,7 @@ async def test_a_fenced_run_read_failed_on_return_is_collected_never_its_result(
     then stopped and the job recorded Failed."""
     bed = Bed()
     writes = DeletedCopies()
-    bed.collector.write = cast(Any, writes)
+    bed.collector.applier.write = cast(Any, writes)
     fresh: list[tuple[JobKind, Obj]] = [(BATCH_JOB, fenced_failed_job())]
 
     deleted = await bed.collector._judge(

@@ -18,9 +18,10 @@ from manager.api import constants as C
 from manager.controllers.state import ClusterState
 from manager.federation.decisions import leftovers, retention, routing
 from manager.federation.decisions.leftovers import CopyFacts, Moment, Verdict, judge_copy
+from manager.federation.engine.applier import Applier
 from manager.federation.engine.collecting import Collector
 from manager.federation.engine.lookups import Lookups
-from manager.federation.engine.records import Records
+from manager.federation.engine.records import Records, Stats, ToldRefusals
 from manager.federation.engine.retaining import INVALID_REASON, Retaining, ran_on
 from manager.federation.settings import (
     RAN_ON_ANNOTATION,
@@ -385,7 +386,17 @@ async def test_the_sweep_keeps_the_run_until_its_time_and_the_other_copy_never()
     registry = ClusterRegistry(KubeApi(cast(ApiClient, object()), name="unit"), m.settings)
     look = Lookups(m.state, registry, m.settings, Records())
     writes = Deletions()
-    collector = Collector(look, cast(Any, writes), cast(Any, None), lambda key: None, m.retaining)
+    applier = Applier(
+        m.state,
+        registry,
+        look.records,
+        cast(Any, writes),
+        cast(Any, None),
+        settings=m.settings,
+        stats=Stats(),
+        told_refusals=ToldRefusals(),
+    )
+    collector = Collector(look, applier, lambda key: None, m.retaining)
     here, there = (
         RemoteCluster(name, KubeApi(cast(ApiClient, None), name=name), m.settings)
         for name in (W1, W2)
