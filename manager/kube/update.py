@@ -8,13 +8,13 @@ longer applies, e.g. the object was finished meanwhile).
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from manager.kube import errors
 from manager.kube.api import KubeApi, Obj
+from manager.kube.jsoncopy import copy_json
 from manager.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ async def patch_guarded(
     name, namespace, uid = meta["name"], meta.get("namespace"), meta.get("uid")
     obj = current
     for attempt in range(attempts):
-        body = mutate(copy.deepcopy(obj))
+        body = mutate(copy_json(obj))
         if body is None:
             return None
         body.setdefault("metadata", {})["resourceVersion"] = obj["metadata"]["resourceVersion"]

@@ -17,7 +17,6 @@ Adding a kind is one adapter module (and its tests) registered in ``registry.py`
 
 from __future__ import annotations
 
-import copy
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from manager.api.view import at, items
 from manager.controllers import taspods
 from manager.controllers import workloadstatus as ws
 from manager.kube.api import KubeApi
+from manager.kube.jsoncopy import copy_json
 from manager.kube.resources import Resource
 
 Obj = dict[str, Any]
@@ -127,7 +127,7 @@ class JobKind(ABC):
         """The spec of a worker's copy of this job: the manager's, suspended (it runs once
         the worker admits its Workload), without ``managedBy`` (the worker's own controller
         of the kind runs it)."""
-        spec = copy.deepcopy(dict(at(job, "spec")))
+        spec = copy_json(dict(at(job, "spec")))
         spec.pop("managedBy", None)
         spec.update(self.suspend_fields(True)["spec"])
         return spec
@@ -135,7 +135,7 @@ class JobKind(ABC):
     def status_for_manager(self, remote: Obj) -> Obj:
         """The status the manager's object takes from the worker's copy (all of it, by
         default: the manager's object only mirrors the run)."""
-        return copy.deepcopy(dict(at(remote, "status")))
+        return copy_json(dict(at(remote, "status")))
 
     # -- the same for every kind -----------------------------------------------------------
 
@@ -152,7 +152,7 @@ class JobKind(ABC):
     def with_templates(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
         """A copy of ``job`` whose pod set templates carry exactly these nodeSelectors and
         tolerations (pod sets not named keep theirs)."""
-        changed = copy.deepcopy(job)
+        changed = copy_json(job)
         for pod_set in self.pod_sets(changed):
             placement = placements.get(pod_set.name)
             if placement is None:
@@ -202,7 +202,7 @@ class JobKind(ABC):
             pod_set: Obj = {
                 "name": ps.name,
                 "count": max(ps.count, 1),
-                "template": copy.deepcopy(ps.template),
+                "template": copy_json(ps.template),
             }
             request = taspods.topology_request(ps.template)
             if request is not None:

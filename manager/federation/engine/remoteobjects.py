@@ -10,7 +10,6 @@ cleared so the worker's own controller runs it).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from manager.api import constants as C
@@ -18,6 +17,7 @@ from manager.api.view import annotations_of, at
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB, GENERATED_LABELS
 from manager.federation.settings import JOB_NAME_ANNOTATION
+from manager.kube.jsoncopy import copy_json
 
 Obj = dict[str, Any]
 
@@ -52,7 +52,7 @@ def remote_workload(
                 job_name = ref.get("name")
     if job_name:
         out_meta["annotations"][JOB_NAME_ANNOTATION] = job_name
-    spec = copy.deepcopy(dict(at(manager_wl, "spec")))
+    spec = copy_json(dict(at(manager_wl, "spec")))
     spec.pop("active", None)
     return {"apiVersion": C.API_VERSION, "kind": "Workload", "metadata": out_meta, "spec": spec}
 
@@ -88,5 +88,5 @@ def remote_claim_template(manager_template: Obj, *, workload_name: str, origin: 
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": out_meta,
-        "spec": copy.deepcopy(dict(at(manager_template, "spec"))),
+        "spec": copy_json(dict(at(manager_template, "spec"))),
     }
