@@ -82,16 +82,15 @@ class Applier:
         may not show it (deleted by a TTL controller, or read afresh on a worker's return)."""
         self.records(key).ended_remote_jobs[cluster] = job
 
-    async def collect(self, remote: RemoteCluster, key: str, action: do.Collect) -> bool:
+    async def collect(self, remote: RemoteCluster, key: str, action: do.Collect) -> None:
         """Carry out a verdict of the garbage collection (``collecting.py``) on a leftover of
-        ``key`` on ``remote``, the connection it was found through; True when deleted."""
+        ``key`` on ``remote``, the connection it was found through."""
         match action:
             case do.CollectCopy(moment=moment, workload=workload):
                 log.info("collecting the copy of %s on %s (%s)", key, remote.name, moment)
                 await self.write.delete_copy(remote, key, workload)
             case do.CollectOrphan(resource=resource, obj=obj, foreground=foreground):
                 await self.write.delete_orphan(remote, resource, dict(obj), foreground=foreground)
-        return True
 
     async def apply(self, group: WorkloadGroup, actions: list[do.Action]) -> float | None:
         """Carry out ``actions``; seconds after which to reconcile the workload again (None:

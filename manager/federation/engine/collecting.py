@@ -130,7 +130,8 @@ class Collector:
             return False
         obj = self.state.workloads.get(key)
         with tracing.workload_context(obj or copy_):
-            return await self.applier.collect(remote, key, do.CollectCopy(str(moment), obj))
+            await self.applier.collect(remote, key, do.CollectCopy(str(moment), obj))
+        return True
 
     async def collect_garbage(self) -> int:
         """Delete remote copies of our origin whose manager workload is gone or finished."""
@@ -167,7 +168,8 @@ class Collector:
                 workload=self.workload_facts(key),
             ):
                 orphan = do.CollectOrphan(R.RESOURCE_CLAIM_TEMPLATES, template)
-                removed += await self.applier.collect(remote, key, orphan)
+                await self.applier.collect(remote, key, orphan)
+                removed += 1
         return removed
 
     async def _collect_orphan_jobs(self, remote: RemoteCluster) -> int:
@@ -193,5 +195,6 @@ class Collector:
                 workload=self.workload_facts(key),
             ):
                 orphan = do.CollectOrphan(kind.resource, job, foreground=True)
-                removed += await self.applier.collect(remote, key, orphan)
+                await self.applier.collect(remote, key, orphan)
+                removed += 1
         return removed

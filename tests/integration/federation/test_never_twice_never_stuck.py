@@ -90,9 +90,7 @@ async def gone(api: KubeApi, res: R.Resource, name: str) -> bool:
 
 async def start(bed: Bed, **settings: Any) -> None:
     bed.settings = dataclasses.replace(bed.settings, **settings)
-    for worker in ("worker-1", "worker-2", "worker-3"):
-        await bed.start_shim(worker)
-    await bed.start_manager()
+    await bed.start_federation()
 
 
 async def test_a_foreign_job_of_the_same_name_on_the_worker_is_left_alone_never_reported_running(

@@ -59,9 +59,7 @@ async def exists(api: KubeApi, name: str) -> bool:
 
 async def test_allow_list_restricts_where_a_job_may_go(article_bed: Bed) -> None:
     bed = article_bed
-    for worker in ("worker-1", "worker-2", "worker-3"):
-        await bed.start_shim(worker)
-    await bed.start_manager()
+    await bed.start_federation()
     api = bed.manager_api
     for target in ("worker-3", "worker-2"):
         job = h100_job(f"only-{target}", delay_ms=500)

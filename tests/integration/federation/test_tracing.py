@@ -41,9 +41,7 @@ async def test_one_trace_from_submit_to_finish_with_the_failover(
     article_bed: Bed, spans: InMemorySpanExporter
 ) -> None:
     bed = article_bed
-    for worker in ("worker-1", "worker-2", "worker-3"):
-        await bed.start_shim(worker)
-    await bed.start_manager()
+    await bed.start_federation()
     api = bed.manager_api
     await api.create(R.JOBS, h100_job("traced", delay_ms=6000), NS)
     wl = await wait_for(lambda: placed(api, "traced"), timeout=60, what="traced placed")
