@@ -187,8 +187,12 @@ class WorkloadController:
             core.WorkloadState.ADMITTED,
         ):
             core_.evict(wkey, now=ws.eviction_time(obj) or now, requeue_at=requeue_at)
-        else:
-            core_.add_workload(workload, requeue_at=requeue_at, order_time=ws.eviction_time(obj))
+        elif not core_.add_workload(
+            workload, requeue_at=requeue_at, order_time=ws.eviction_time(obj)
+        ):
+            # The same workload, queued already (its status changed, e.g. the pending
+            # reason just written): a cycle now would decide what the last one did.
+            return None
         state.kick()
         return None
 

@@ -182,8 +182,9 @@ class AdmissionCore(CoreViews):
         *,
         requeue_at: float | None = None,
         order_time: float | None = None,
-    ) -> None:
-        """Add or update a pending workload.
+    ) -> bool:
+        """Add or update a pending workload; False when nothing changed (the same workload
+        queued already), so that no scheduling cycle need look again.
 
         ``order_time`` defaults to the creation time; pass the eviction time for a
         workload that was evicted before (Kueue orders those by eviction time).
@@ -191,10 +192,12 @@ class AdmissionCore(CoreViews):
         """
         held = self._cache.workloads.get(workload.key)
         if held is not None:
+            if held.workload == workload:
+                return False
             self._cache.refresh(held, workload)
-            return
+            return True
         start = workload.creation_time if order_time is None else order_time
-        self._queues.upsert(workload, order_time=start, requeue_at=requeue_at)
+        return self._queues.upsert(workload, order_time=start, requeue_at=requeue_at)
 
     def delete_workload(self, key: WorkloadKey) -> None:
         """The Workload object is gone: drop it, pending or admitted."""

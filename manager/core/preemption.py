@@ -25,9 +25,15 @@ from __future__ import annotations
 from operator import itemgetter
 
 from manager.core import fairsharing, quota
+from manager.core.cache import Cache
 from manager.core.cachestate import AdmittedWorkload, ClusterQueueState
 from manager.core.flavorassigner import Granular, Mode
-from manager.core.model import BorrowWithinCohortPolicy, FlavorResource
+from manager.core.model import (
+    BorrowWithinCohortPolicy,
+    FairSharingConfig,
+    FlavorResource,
+    Workload,
+)
 from manager.core.preemptionrules import Candidate, PreemptionRules, Target, Variant
 
 
@@ -37,6 +43,21 @@ class Preemptor(PreemptionRules):
     Built once per head per cycle: the policy-allowed candidates are collected and
     sorted lazily, once, and reused by every what-if the flavor assigner asks for.
     """
+
+    def __init__(
+        self,
+        cache: Cache,
+        cq: ClusterQueueState,
+        workload: Workload,
+        *,
+        order_time: float,
+        fair_sharing: FairSharingConfig | None,
+    ) -> None:
+        super().__init__(cache, cq, workload, order_time=order_time, fair_sharing=fair_sharing)
+        self._answers: dict[
+            tuple[tuple[tuple[FlavorResource, int], ...], frozenset[FlavorResource]],
+            list[Target],
+        ] = {}
 
     # -- the oracle the flavor assigner asks --------------------------------------------
 
@@ -65,9 +86,22 @@ class Preemptor(PreemptionRules):
     def targets(
         self, requests: dict[FlavorResource, int], frs: set[FlavorResource]
     ) -> list[Target]:
-        """A minimal set of victims so ``requests`` fit, or [] when policy allows none."""
+        """A minimal set of victims so ``requests`` fit, or [] when policy allows none.
+
+        Remembered by question: a nomination asks the oracle per flavor, then asks again
+        for its chosen assignment's victims, mostly the same question, and the cache is
+        the same in between (every what-if is restored)."""
         if not frs or not self.preemption_is_possible:
             return []
+        question = (tuple(sorted(requests.items())), frozenset(frs))
+        known = self._answers.get(question)
+        if known is None:
+            known = self._answers[question] = self._search(requests, frs)
+        return list(known)
+
+    def _search(
+        self, requests: dict[FlavorResource, int], frs: set[FlavorResource]
+    ) -> list[Target]:
         advantage = self._advantage_by_level(requests)
         candidates = (
             self._sorted_own_candidates()

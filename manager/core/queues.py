@@ -213,11 +213,12 @@ class QueueManager:
 
     # -- workloads -------------------------------------------------------------------
 
-    def upsert(self, workload: Workload, *, order_time: float, requeue_at: float | None) -> None:
+    def upsert(self, workload: Workload, *, order_time: float, requeue_at: float | None) -> bool:
+        """Queue a workload, or update it; False when it was queued already, unchanged."""
         old = self.pending.get(workload.key)
         if old is not None:
             if old.workload == workload and old.requeue_at == requeue_at:
-                return
+                return False
             self._forget(old)
         entry = PendingWorkload(workload, order_time=order_time, requeue_at=requeue_at)
         if old is not None:
@@ -225,6 +226,7 @@ class QueueManager:
         self.pending[workload.key] = entry
         self.by_local_queue.setdefault(entry.local_queue, {})[entry.key] = entry
         self._route(entry)
+        return True
 
     def remove(self, key: WorkloadKey) -> PendingWorkload | None:
         entry = self.pending.get(key)

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from manager.kube.process import run_until_signalled
+from manager.kube.process import pace_garbage_collector, run_until_signalled
 from manager.observability.server import ListenError
 from manager.telemetry import tracing
 
@@ -23,6 +23,7 @@ def run_process(
 ) -> int:
     """Run ``main`` as the whole process; ``service_name`` names its spans."""
     provider = tracing.setup(service_name, log_level, log_format)
+    pace_garbage_collector()
     try:
         asyncio.run(run_until_signalled(main))
     except ListenError as err:

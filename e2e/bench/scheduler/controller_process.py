@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import sys
@@ -27,7 +28,11 @@ import time
 from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
 from manager.kube.api import KubeApi
-from manager.kube.process import configure_logging, run_until_signalled
+from manager.kube.process import (
+    configure_logging,
+    pace_garbage_collector,
+    run_until_signalled,
+)
 
 SYNCED = "SYNCED"
 
@@ -100,6 +105,8 @@ async def print_stats(controller: ClusterController, every: float) -> None:
             "pending_status_queue": len(controller.admission.pending_status.queue),
             "pending_status_written": controller.admission.pending_status.written,
             "pending_status_coalesced": controller.admission.pending_status.coalesced,
+            "gc_collections": [g["collections"] for g in gc.get_stats()],
+            "cpu_s": round(time.process_time(), 1),
         }
         print(json.dumps(figures), flush=True)
 
@@ -112,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ignored = [k for k, v in vars(args).items() if k.startswith("ignored_") and v is not None]
     if ignored or args.enableTAS:
         log.warning("upstream runner's options ignored: %s", ", ".join(ignored) or "enableTAS")
+    pace_garbage_collector()  # as the manager and the worker shim do (run_process)
     asyncio.run(run_until_signalled(run(args)))
     return 0
 

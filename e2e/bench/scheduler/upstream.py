@@ -472,17 +472,19 @@ def measure_under_runner(
     return data
 
 
-def profiled(controller: Controller, work: Path, svg: Path) -> Controller:
+def profiled(controller: Controller, work: Path, out: Path) -> Controller:
     """The wrapper run under ``py-spy record`` (sampling at 50 Hz, a few % of one core); the
     runner's rusage then includes py-spy's, so a profiled run's CPU figure is not the one to
-    quote."""
+    quote. ``out`` ending in ``.txt``: collapsed stacks (to read or diff as text), else a
+    flame graph SVG."""
     py_spy = Path(sys.executable).with_name("py-spy")
     if not py_spy.exists():
         raise RuntimeError(f"--profile needs py-spy beside {sys.executable} (pip install py-spy)")
     path = work / f"{KFED_WRAPPER}-profiled"
+    form = "raw" if out.suffix == ".txt" else "flamegraph"
     path.write_text(
         "#!/bin/sh\n"
-        f"exec {py_spy} record --rate 50 --nonblocking --format flamegraph -o {svg} -- "
+        f"exec {py_spy} record --rate 50 --nonblocking --format {form} -o {out} -- "
         f'{controller.path} "$@"\n'
     )
     path.chmod(0o755)
@@ -526,9 +528,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--profile",
         type=Path,
-        metavar="SVG",
-        help="sample kfed's controller with py-spy into this flame graph (its CPU figure then "
-        "includes py-spy's)",
+        metavar="FILE",
+        help="sample kfed's controller with py-spy into this flame graph SVG, or collapsed "
+        "stacks if FILE ends in .txt (its CPU figure then includes py-spy's)",
     )
     p.add_argument(
         "--settle-load",

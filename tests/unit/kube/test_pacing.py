@@ -61,11 +61,12 @@ async def test_a_rate_limited_client_makes_requests_wait_their_turn(clock: Clock
     class Client:
         configuration = SimpleNamespace(host="https://127.0.0.1:6443")
 
-        async def call_api(self, path: str, method: str, **_: object) -> object:
+    class Recording(KubeApi):
+        async def _http(self, method: str, path: str, *_: object) -> Any:
             sent.append(path)
             return SimpleNamespace(status=200, read=_empty, release=lambda: None)
 
-    api = KubeApi(cast(Any, Client()), name="paced")
+    api = Recording(cast(Any, Client()), name="paced")
     for _ in range(3):
         await api.request("GET", "/api")
     assert api.paced_seconds == 0.0
