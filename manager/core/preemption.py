@@ -25,16 +25,10 @@ from __future__ import annotations
 from operator import itemgetter
 
 from manager.core import fairsharing, quota
-from manager.core.cache import Cache
 from manager.core.cachestate import AdmittedWorkload, ClusterQueueState
 from manager.core.flavorassigner import Granular, Mode
-from manager.core.model import (
-    BorrowWithinCohortPolicy,
-    FairSharingConfig,
-    FlavorResource,
-    Workload,
-)
-from manager.core.preemptionrules import Candidate, PreemptionRules, Target, Variant
+from manager.core.model import BorrowWithinCohortPolicy, FlavorResource
+from manager.core.preemptionrules import Candidate, PreemptionRules, Question, Target, Variant
 
 
 class Preemptor(PreemptionRules):
@@ -43,21 +37,6 @@ class Preemptor(PreemptionRules):
     Built once per head per cycle: the policy-allowed candidates are collected and
     sorted lazily, once, and reused by every what-if the flavor assigner asks for.
     """
-
-    def __init__(
-        self,
-        cache: Cache,
-        cq: ClusterQueueState,
-        workload: Workload,
-        *,
-        order_time: float,
-        fair_sharing: FairSharingConfig | None,
-    ) -> None:
-        super().__init__(cache, cq, workload, order_time=order_time, fair_sharing=fair_sharing)
-        self._answers: dict[
-            tuple[tuple[tuple[FlavorResource, int], ...], frozenset[FlavorResource]],
-            list[Target],
-        ] = {}
 
     # -- the oracle the flavor assigner asks --------------------------------------------
 
@@ -93,7 +72,7 @@ class Preemptor(PreemptionRules):
         the same in between (every what-if is restored)."""
         if not frs or not self.preemption_is_possible:
             return []
-        question = (tuple(sorted(requests.items())), frozenset(frs))
+        question: Question = (tuple(sorted(requests.items())), frozenset(frs))
         known = self._answers.get(question)
         if known is None:
             known = self._answers[question] = self._search(requests, frs)

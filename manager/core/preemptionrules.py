@@ -44,6 +44,11 @@ class Target:
     reason: PreemptionReason
 
 
+Question = tuple[tuple[tuple[FlavorResource, int], ...], frozenset[FlavorResource]]
+"""What a search for victims is asked: the requests (sorted) and the flavor-resources that
+need preemption."""
+
+
 @dataclass(slots=True)
 class Candidate:  # not frozen: built for every admitted workload a head may preempt
     workload: AdmittedWorkload
@@ -75,6 +80,8 @@ class PreemptionRules:
         self.fair_sharing = fair_sharing
         self._candidates: list[Candidate] | None = None
         self._own_candidates: list[Candidate] | None = None
+        self._answers: dict[Question, list[Target]] = {}
+        """The victims found so far, by question (``Preemptor.targets``)."""
         self._ancestors: list[QuotaNode] = []
         node = cq.parent
         while node is not None:

@@ -38,6 +38,7 @@ import argparse
 import csv
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -87,21 +88,31 @@ class Controller:
         return f"{self.path.name}.stats.yaml"
 
 
-def kfed_wrapper_text(python: str, repo: Path) -> str:
+STATS_EVERY_SECONDS = 10.0
+
+
+def kfed_wrapper_text(python: str, repo: Path, stats: Path | None = None) -> str:
     """The script upstream's runner starts in place of minimalkueue: it execs kfed's benchmark
     controller (the same process, so the runner's rusage is kfed's) with every argument the
-    runner gives (``--kubeconfig FILE`` and its optional flags, which the controller accepts)."""
+    runner gives (``--kubeconfig FILE`` and its optional flags, which the controller accepts).
+    ``stats``: the controller's internal figures (cycles, heads, pending reasons, collector)
+    appended to that file every ``STATS_EVERY_SECONDS``."""
+    tail = (
+        f" --stats-every {STATS_EVERY_SECONDS:g} >> {shlex.quote(str(stats))}"
+        if stats is not None
+        else ""
+    )
     return (
         "#!/bin/sh\n"
         "# Started by upstream's scheduler-performance runner in place of minimalkueue.\n"
         f"PYTHONPATH={repo}${{PYTHONPATH:+:$PYTHONPATH}} exec {python} "
-        '-m e2e.bench.scheduler.controller_process "$@"\n'
+        f'-m e2e.bench.scheduler.controller_process "$@"{tail}\n'
     )
 
 
-def kfed_controller(work: Path) -> Controller:
+def kfed_controller(work: Path, stats: Path | None = None) -> Controller:
     path = work / KFED_WRAPPER
-    path.write_text(kfed_wrapper_text(sys.executable, Path(__file__).resolve().parents[3]))
+    path.write_text(kfed_wrapper_text(sys.executable, Path(__file__).resolve().parents[3], stats))
     path.chmod(0o755)
     return Controller(path, compare.KFED_CONTROLLER, "kfed's controllers")
 
@@ -440,17 +451,22 @@ def run_harness(
 
 
 def measure_under_runner(
-    which: str, *, timeout: float, keep: Path | None, profile: Path | None = None
+    which: str,
+    *,
+    timeout: float,
+    keep: Path | None,
+    profile: Path | None = None,
+    stats: Path | None = None,
 ) -> dict[str, Any]:
     """One run of upstream's harness with ``which`` controller (``minimalkueue`` or ``kfed``);
     prints its table and returns its JSON report. ``profile``: kfed's controller sampled by
-    py-spy into that file (a flame graph SVG), for whoever tunes it."""
+    py-spy into that file, ``stats``: its internal figures, for whoever tunes it."""
     harness = binaries.kueue_dir("harness")
     s = g.scenario("baseline")
     work = Path(tempfile.mkdtemp(prefix="kfed-upstream-harness-"))
     try:
         if which == "kfed":
-            controller = kfed_controller(work)
+            controller = kfed_controller(work, stats)
             if profile is not None:
                 controller = profiled(controller, work, profile)
         else:
@@ -533,6 +549,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "stacks if FILE ends in .txt (its CPU figure then includes py-spy's)",
     )
     p.add_argument(
+        "--stats",
+        type=Path,
+        metavar="FILE",
+        help="append kfed's controller's internal figures (cycles, heads evaluated and "
+        "nominated, pending reasons written, collections, CPU) to FILE every "
+        f"{STATS_EVERY_SECONDS:g} s, one JSON line each",
+    )
+    p.add_argument(
         "--settle-load",
         type=float,
         default=1.0,
@@ -547,14 +571,14 @@ def main(argv: list[str] | None = None) -> int:
     run = partial(measure_under_runner, timeout=args.timeout, keep=args.keep)
     if not args.compare:
         compare.settle(args.settle_load)
-        data = run(args.controller, profile=args.profile)
+        data = run(args.controller, profile=args.profile, stats=args.stats)
         entry.publish("", report.dumps(data), args.json)
         return 0
     if args.own_runner:
         kfed = compare.run_kfed(args.settle_load)
     else:
         compare.settle(args.settle_load)
-        kfed = run("kfed", profile=args.profile)
+        kfed = run("kfed", profile=args.profile, stats=args.stats)
     compare.settle(args.settle_load)
     upstream = run("minimalkueue")
     result = compare.comparison(kfed, upstream)

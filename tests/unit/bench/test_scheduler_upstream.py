@@ -194,6 +194,13 @@ def test_the_runner_starts_kfeds_controller_through_a_wrapper_that_execs_it(
     assert controller.path.stat().st_mode & 0o111
     assert controller.stats_file == "kfed-controllers.stats.yaml"
     assert controller.label == compare.KFED_CONTROLLER
+    assert "--stats-every" not in text
+
+
+def test_the_wrapper_appends_kfeds_internal_figures_to_the_stats_file(tmp_path: Path) -> None:
+    stats = tmp_path / "kfed stats.log"
+    text = upstream.kfed_controller(tmp_path, stats).path.read_text()
+    assert f"\"$@\" --stats-every 10 >> '{stats}'\n" in text
 
 
 def test_kfeds_controller_accepts_the_runners_options() -> None:

@@ -208,3 +208,29 @@ def test_resolve_priority(wpc: int | None, pod: int | None, expected: int) -> No
 )
 def test_quantities_in_messages_read_like_yaml(resource: str, value: int, text: str) -> None:
     assert format_quantity(ResourceName(resource), value) == text
+
+
+def test_adding_a_queued_workload_again_unchanged_says_nothing_changed() -> None:
+    """Every status write of a pending workload (its pending reason) comes back as an event;
+    the controller starts a scheduling cycle only when ``add_workload`` says the queue
+    changed, so the same workload again must say False, and a real change True."""
+    core = core_with(gpus=1)
+    workload = make_workload("a").request("nvidia.com/gpu", 1).obj()
+
+    assert core.add_workload(workload) is True
+    assert core.add_workload(workload) is False
+    assert core.add_workload(make_workload("a").request("nvidia.com/gpu", 1).obj()) is False
+
+    assert core.add_workload(make_workload("a").request("nvidia.com/gpu", 1).priority(5).obj())
+    assert core.add_workload(workload, requeue_at=30.0) is True
+
+
+def test_adding_a_workload_that_holds_quota_again_unchanged_says_nothing_changed() -> None:
+    core = core_with(gpus=1)
+    workload = make_workload("a").request("nvidia.com/gpu", 1).obj()
+    core.add_workload(workload)
+    run_until_quiet(core, 0.0)
+    assert core.workload_state(key("a")) is WorkloadState.QUOTA_RESERVED
+
+    assert core.add_workload(workload) is False
+    assert core.add_workload(make_workload("a").request("nvidia.com/gpu", 1).priority(9).obj())
