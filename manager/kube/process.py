@@ -33,8 +33,9 @@ def pace_garbage_collector(young_every: int = YOUNG_COLLECTION_EVERY) -> None:
     allocations: under upstream's scheduler benchmark (15,000 Workloads) the collector took
     24 % of the controller's CPU, in 31 full collections of ~0.4 s each, every one a stall
     of the event loop. Fourteen times fewer young collections make the older generations'
-    turns that much rarer too (each waits for ten of the generation below): the collector's
-    share fell to ~10 %, with one full collection in the run. Garbage without cycles is
+    turns that much rarer too (each waits for ten of the generation below): in the same
+    benchmark the collector's share fell to ~10 %, with one full collection in the run
+    (measured with ``gc.callbacks``; docs/performance.md). Garbage without cycles is
     freed at once either way (reference counting); only cycles wait longer."""
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(young_every, older, oldest)
