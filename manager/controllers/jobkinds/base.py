@@ -78,6 +78,10 @@ class JobKind(ABC):
     status_counters: tuple[str, ...] = ()
     """Status fields that count pods running now, which its controller omits once they drop
     to zero: the manager clears them itself (a merge patch keeps what it does not name)."""
+    controller_labels: tuple[str, ...] = ()
+    """Pod template labels the kind's own controller sets on each object (a Job's
+    ``controller-uid``): a Workload's template carries the values of the object it was made
+    from, so writing a template's labels exactly keeps the object's own values of these."""
 
     # -- what the adapter says --------------------------------------------------------------
 
@@ -165,10 +169,19 @@ class JobKind(ABC):
             if placement.labels is not None or placement.annotations is not None:
                 meta = pod_set.template.setdefault("metadata", {})
                 if placement.labels is not None:
-                    _set_or_drop(meta, "labels", dict(placement.labels))
+                    _set_or_drop(meta, "labels", self._labels_kept(meta, placement.labels))
                 if placement.annotations is not None:
                     _set_or_drop(meta, "annotations", dict(placement.annotations))
         return changed
+
+    def _labels_kept(self, meta: Obj, labels: Mapping[str, str]) -> dict[str, str]:
+        """``labels`` with the controller's own labels as this object has them: a worker's
+        copy of a Job has the worker's ``controller-uid``, its Workload the manager's (the
+        API server refuses a template whose uid labels are not the Job's own)."""
+        own = at(meta, "labels")
+        kept = {k: v for k, v in labels.items() if k not in self.controller_labels}
+        kept.update({k: own[k] for k in self.controller_labels if k in own})
+        return kept
 
     def run_patches(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> list[Obj]:
         """The merge patches, applied in order, that run it with these placements (one for

@@ -41,6 +41,7 @@ class BatchJob(JobKind):
     default_managed_by = "kubernetes.io/job-controller"
     pod_label = "batch.kubernetes.io/job-name"
     status_counters = ("active", "ready", "terminating")
+    controller_labels = GENERATED_LABELS
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         spec = at(job, "spec")

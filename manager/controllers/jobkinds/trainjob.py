@@ -154,6 +154,7 @@ def child_jobset_spec(job: Obj) -> Obj:
         for override in overrides:
             if rj.get("name") not in {t.get("name") for t in items(override, "targetJobs")}:
                 continue
+            _merge_override_metadata(job_spec["template"], at(override, "metadata"))
             o_spec = at(override, "spec")
             if o_spec.get("nodeSelector"):
                 pod_spec["nodeSelector"] = {
@@ -165,7 +166,22 @@ def child_jobset_spec(job: Obj) -> Obj:
                     *items(pod_spec, "tolerations"),
                     *o_spec["tolerations"],
                 ]
+            if o_spec.get("schedulingGates"):
+                names = {g.get("name") for g in o_spec["schedulingGates"]}
+                pod_spec["schedulingGates"] = [
+                    *(g for g in items(pod_spec, "schedulingGates") if g.get("name") not in names),
+                    *o_spec["schedulingGates"],
+                ]
     return spec
+
+
+def _merge_override_metadata(template: Obj, metadata: Mapping[str, Any]) -> None:
+    """An override's labels and annotations over the runtime template's, as the trainer
+    merges them (a topology request may come either way)."""
+    for field in ("labels", "annotations"):
+        if metadata.get(field):
+            meta = template.setdefault("metadata", {})
+            meta[field] = {**at(meta, field), **metadata[field]}
 
 
 def _is_ours(override: Obj) -> bool:
@@ -177,19 +193,31 @@ def user_overrides(spec: Mapping[str, Any]) -> list[Obj]:
 
 
 def admission_override(pod_set: str, placement: PodSetPlacement) -> Obj | None:
-    """kfed's override for one pod set: its flavors' node selector and tolerations."""
+    """kfed's override for one pod set: its flavors' node selector and tolerations, and for
+    a pod set placed by topology its labels, annotations and scheduling gates (the trainer
+    merges them over the runtime's, so the topology gate and labels reach its pods)."""
     spec: Obj = {}
     if placement.node_selector:
         spec["nodeSelector"] = dict(placement.node_selector)
     if placement.tolerations:
         spec["tolerations"] = list(placement.tolerations)
-    if not spec:
+    if placement.scheduling_gates:
+        spec["schedulingGates"] = list(placement.scheduling_gates)
+    metadata: Obj = {}
+    if placement.labels:
+        metadata["labels"] = dict(placement.labels)
+    if placement.annotations:
+        metadata["annotations"] = dict(placement.annotations)
+    if not spec and not metadata:
         return None
-    return {
+    annotations = {**at(metadata, "annotations"), ADMISSION_OVERRIDE: "flavors"}
+    override: Obj = {
         "targetJobs": [{"name": pod_set}],
-        "metadata": {"annotations": {ADMISSION_OVERRIDE: "flavors"}},
-        "spec": spec,
+        "metadata": {**metadata, "annotations": annotations},
     }
+    if spec:
+        override["spec"] = spec
+    return override
 
 
 TRAINJOB = TrainJobKind()

@@ -70,6 +70,8 @@ class RunWatch(Watching):
         self.succeeded_on: dict[str, dict[str, float]] = defaultdict(dict)
         """Job -> worker -> when a pod of it was first seen Succeeded there (monotonic)."""
         self.runs: dict[str, RunningPods] = {}
+        self.nodes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        """Job -> worker -> the nodes its pods were bound to there."""
         for worker, api in workers.items():
             pods = Informer(api, R.PODS, namespace=namespace)
             self.watch(pods, functools.partial(self._on_pod, worker))
@@ -81,6 +83,8 @@ class RunWatch(Watching):
         if job not in self.runs:
             self.runs[job] = RunningPods(job, self.label)
         self.runs[job].pod_event(worker, event.type, event.obj, time.monotonic())
+        if node := (event.obj.get("spec") or {}).get("nodeName"):
+            self.nodes[job][worker].add(str(node))
         if (event.obj.get("status") or {}).get("phase") == "Succeeded":
             self.succeeded[job].add(event.obj["metadata"]["uid"])
             self.succeeded_on[job].setdefault(worker, time.monotonic())

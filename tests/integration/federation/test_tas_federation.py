@@ -28,7 +28,10 @@ from manager.api import constants as C
 from manager.api.tasprovisioning import Topology
 from manager.controllers import taspods
 from manager.controllers import workloadstatus as ws
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.trainjob import TRAINJOB
 from manager.federation.decisions import checkstatus
 from manager.federation.engine.topologyback import ANNOTATION as TOPOLOGY_ANNOTATION
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION, PLACEMENT_ANNOTATION
@@ -39,6 +42,7 @@ from tests.integration.controllers.test_tas import node
 from tests.integration.federation.bed import CHECK, Bed
 from tests.integration.federation.runs import RunWatch
 from tests.integration.federation.test_drill import kfed
+from tests.integration.federation.test_job_kinds import install_runtime
 
 pytestmark = pytest.mark.full
 
@@ -541,3 +545,78 @@ async def test_three_rack_gangs_at_once_fill_two_racks_and_the_third_waits_on_th
     for worker in RACKS:
         copies = (await bed.worker_apis[worker].list(R.WORKLOADS, ns))["items"]
         assert not [c for c in copies if left in c["metadata"]["name"]], worker
+
+
+RUN_BRIEFLY = "4s"
+"""How long kwok runs each pod of the kinds test: long enough to be seen bound, then done."""
+
+
+def rack_job(kind: JobKind, name: str, ns: str, count: int) -> Obj:
+    """``count`` one-GPU pods requiring a rack, of ``kind``, as a user submits it."""
+    asked = {
+        taspods.REQUIRED_ANNOTATION: RACK,
+        "pod-complete.stage.kwok.x-k8s.io/delay": RUN_BRIEFLY,
+    }
+    meta = {"name": name, "namespace": ns, "labels": {C.QUEUE_NAME_LABEL: ns}}
+    gpu = {"requests": {"cpu": "1", GPU: "1"}, "limits": {GPU: "1"}}
+    if kind is TRAINJOB:
+        return {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": meta,
+            "spec": {
+                "runtimeRef": {"name": "torch-distributed"},
+                "trainer": {"numNodes": count, "resourcesPerNode": gpu},
+                "podTemplateOverrides": [
+                    {"targetJobs": [{"name": "node"}], "metadata": {"annotations": asked}}
+                ],
+            },
+        }
+    if kind is JOBSET:
+        body = trainers(name, ns, count, **asked)
+        body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"][
+            "annotations"
+        ] = asked
+        return body
+    pod: Obj = {
+        "metadata": {"annotations": asked},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox", "resources": gpu}],
+        },
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"suspend": True, "parallelism": count, "completions": count, "template": pod},
+    }
+
+
+@pytest.mark.parametrize("kind", [BATCH_JOB, JOBSET, TRAINJOB], ids=lambda k: k.resource.kind)
+async def test_a_rack_gang_of_each_kind_runs_in_one_rack_and_completes_on_the_manager(
+    tas: TasBed, kind: JobKind
+) -> None:
+    """Issue #44 item 1: a plain batch/v1 Job requiring a rack was placed and never started
+    (its worker Job got the manager Job's controller-uid labels from the Workload's template:
+    422). A Job, a JobSet and a TrainJob of 4 one-GPU pods requiring a rack each run on one
+    worker, every pod in one rack there, and end Complete on the manager."""
+    bed, ns = tas.bed, tas.name
+    if kind is TRAINJOB:
+        await install_runtime(bed.manager_api)
+    watched = {w: bed.worker_apis[w] for w in RACKS}
+    async with RunWatch(watched, ns, label=kind.pod_label) as runs:
+        await bed.manager_api.create(kind.resource, rack_job(kind, "gang", ns, 4), ns)
+
+        async def ended() -> bool | None:
+            found = kind.outcome(await bed.manager_api.get(kind.resource, "gang", ns))
+            return found.succeeded if found is not None else None
+
+        succeeded = await wait_for(ended, timeout=120, what=f"the {kind.resource.kind} ended")
+        assert succeeded is True
+        (worker,) = runs.nodes["gang"]
+        nodes = runs.nodes["gang"][worker]
+        racks = {tas.hosts[worker].get(n) for n in nodes}
+        assert len(racks) == 1 and None not in racks, (worker, nodes)
+    assert not runs.double_runs()
+    assert len(runs.succeeded["gang"]) == 4, "each of the 4 pods succeeded, once"

@@ -117,6 +117,36 @@ def test_an_admitted_pod_set_s_pods_are_gated_labelled_and_given_back_on_evictio
     assert restored["spec"]["template"] == job["spec"]["template"]
 
 
+def test_a_worker_s_copy_of_a_job_keeps_its_own_controller_uid_when_placed_by_topology() -> None:
+    """Issue #44 item 1: the manager's Workload carries the manager Job's generated labels in
+    its template; the worker's copy of the Job has the worker's. Placing a topology pod set
+    writes the template's labels exactly, and must keep the worker Job's own (the API server
+    refuses a template whose controller-uid is not the Job's), and give them back so."""
+    manager_job = _job()
+    manager_uid = {
+        "batch.kubernetes.io/controller-uid": "manager-uid",
+        "controller-uid": "manager-uid",
+        "batch.kubernetes.io/job-name": "train",
+        "job-name": "train",
+    }
+    manager_job["spec"]["template"]["metadata"]["labels"].update(manager_uid)
+    wl = jobworkload.workload_for_job(manager_job, lambda _: None)
+    assert wl["spec"]["podSets"][0]["template"]["metadata"]["labels"]["controller-uid"] == (
+        "manager-uid"
+    )
+    worker_job = _job()
+    worker_uid = {k: ("worker-uid" if "uid" in k else v) for k, v in manager_uid.items()}
+    worker_job["spec"]["template"]["metadata"]["labels"].update(worker_uid)
+    submitted = jobplacement.submitted(wl)["main"]
+    placed = jobplacement.placed_by_topology(submitted, submitted, "main", wl)
+    started = BATCH_JOB.with_templates(worker_job, {"main": placed})
+    labels = started["spec"]["template"]["metadata"]["labels"]
+    assert {k: labels[k] for k in worker_uid} == worker_uid
+    assert labels[taspods.TAS_LABEL] == "true"
+    restored = BATCH_JOB.with_templates(started, jobplacement.submitted(wl))
+    assert restored["spec"]["template"] == worker_job["spec"]["template"]
+
+
 def pod(
     name: str, *, gated: bool, node: str | None = None, phase: str = "Pending"
 ) -> dict[str, Any]:

@@ -139,3 +139,39 @@ def test_restore_removes_kfeds_overrides_only_and_the_worker_copy_has_none() -> 
     bare = TRAINJOB.with_templates(trainjob(), {"node": PLACED})
     assert "podTemplateOverrides" not in TRAINJOB.spec_for_worker(bare)
     assert "podTemplateOverrides" not in TRAINJOB.with_templates(bare, {})["spec"]
+
+
+def test_a_topology_request_in_the_users_override_reaches_the_pod_set() -> None:
+    """Issue #44 item 1: a TrainJob asks for a rack through its override's annotations (the
+    trainer merges an override's metadata over the runtime's template): the pod set's
+    template has it, so its Workload gets the topology request."""
+    job = trainjob(numNodes=4)
+    asked = {"kueue.x-k8s.io/podset-required-topology": "rack"}
+    job["spec"]["podTemplateOverrides"] = [
+        {"targetJobs": [{"name": "node"}], "metadata": {"annotations": asked}}
+    ]
+    sets = {ps.name: ps for ps in TRAINJOB.pod_sets(resolved(job))}
+    assert sets["node"].template["metadata"]["annotations"] == asked
+    assert "annotations" not in sets["dataset-initializer"].template.get("metadata", {})
+
+
+def test_a_pod_set_placed_by_topology_gets_its_gate_labels_and_annotations_by_override() -> None:
+    """What the topology ungater needs on a TrainJob's pods (the gate, the TAS labels, the
+    Workload's name) goes into kfed's override, its marker kept, and leaves with it."""
+    job = trainjob(numNodes=2)
+    placed = PodSetPlacement(
+        {"kfed.test/tas": "x"},
+        [],
+        labels={"kueue.x-k8s.io/tas": "true", "kueue.x-k8s.io/podset": "node"},
+        annotations={"kueue.x-k8s.io/workload": "trainjob-tj-abcde"},
+        scheduling_gates=[{"name": "kueue.x-k8s.io/topology"}],
+    )
+    running = TRAINJOB.with_templates(job, {"node": placed})
+    (ours,) = running["spec"]["podTemplateOverrides"]
+    assert ours["metadata"]["labels"] == placed.labels
+    assert ours["metadata"]["annotations"] == {
+        "kueue.x-k8s.io/workload": "trainjob-tj-abcde",
+        ADMISSION_OVERRIDE: "flavors",
+    }
+    assert ours["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/topology"}]
+    assert TRAINJOB.restore_patch(running, {}) == {"spec": {"podTemplateOverrides": None}}

@@ -183,3 +183,7 @@ def test_the_tas_example_is_valid_and_names_the_bed_levels() -> None:
     (jobset,) = documents(examples.TAS / "03-jobset-rack.yaml")
     pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     assert pod["metadata"]["annotations"][taspods.REQUIRED_ANNOTATION] in levels
+    (job,) = documents(examples.TAS / "04-job-rack.yaml")
+    assert job["spec"]["suspend"] is True
+    pod = job["spec"]["template"]
+    assert pod["metadata"]["annotations"][taspods.REQUIRED_ANNOTATION] in levels
