@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 BENCH_STAMP := $(VENV)/.kfed-bench-installed
 
-.PHONY: demo test lint unit integration binaries browser realnode crds chart image kind bench-scheduler bench-scheduler-upstream bench-apiserver bench-federation bench-jobsets bench-multikueue clean
+.PHONY: demo test lint unit integration binaries binaries-newest browser realnode crds chart image kind bench-scheduler bench-scheduler-upstream bench-apiserver bench-federation bench-jobsets bench-multikueue clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ binaries:
 	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; wait $$kueue || failed=1; wait $$prom || failed=1; \
 	wait $$helm || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries: a build failed (see above)" >&2; exit 1; }
+
+## binaries-newest: the second set of versions.env (NEWEST_*: Kubernetes, etcd, kwok), for
+## mixed-version fleets (`python -m e2e up --versions newest`); the version-skew tests run
+## only where it is built. Not part of `make binaries`: a cold CI run stays inside its budget.
+binaries-newest:
+	@KFED_VERSIONS=newest bash e2e/binaries/build.sh >/dev/null
 
 ## browser: Debian's chromium, for the dashboard test (headless)
 browser:

@@ -53,6 +53,20 @@ def _parser() -> argparse.ArgumentParser:
         "DRA feature gates; on by default with --full (local provider), --no-dra leaves it out",
     )
     up.add_argument("--provider", choices=["local", "kind"], default="local")
+    up.add_argument(
+        "--versions",
+        choices=binaries.VERSION_SETS,
+        default="pinned",
+        help="which set of e2e/binaries/versions.env every cluster runs: pinned (Kubernetes "
+        "K8S_VERSION) or newest (NEWEST_K8S_VERSION, built on demand: `make binaries-newest`)",
+    )
+    up.add_argument(
+        "--cluster-versions",
+        default="",
+        metavar="CLUSTER=SET,...",
+        help="a mixed-version fleet: the set of some clusters, e.g. worker-1=pinned (the "
+        "others run --versions)",
+    )
     known = ",".join(operators.OPERATORS)
     up.add_argument(
         "--operators",
@@ -115,6 +129,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cluster_versions(spec: str) -> dict[str, str]:
+    """``worker-1=pinned,manager=newest`` -> {cluster: set}."""
+    result = {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        cluster, sep, chosen = part.partition("=")
+        if not sep or chosen not in binaries.VERSION_SETS:
+            raise ValueError(f"{part!r} is not CLUSTER=pinned or CLUSTER=newest")
+        result[cluster.strip()] = chosen
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -136,8 +161,14 @@ def main(argv: list[str] | None = None) -> int:
                     args.name, workers=args.workers, full=args.full, nodes_file=args.nodes
                 ).up()
                 return 0
+            try:
+                per_cluster = _cluster_versions(args.cluster_versions)
+            except ValueError as err:
+                print(f"error: --cluster-versions: {err}", file=sys.stderr)
+                return 2
             print("checking the Go-built binaries (first run builds them: ~5 minutes)", flush=True)
-            binaries.ensure_built()
+            for wanted_set in sorted({args.versions, *per_cluster.values()}):
+                binaries.ensure_built(wanted_set)
             fed = LocalFederation(
                 args.name,
                 workers=args.workers,
@@ -145,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                 nodes_file=args.nodes,
                 operators=wanted,
                 dra=args.dra,
+                versions=args.versions,
+                cluster_versions=per_cluster,
             )
             seconds = fed.up(progress=True)
             print(f"federation {args.name!r} ready in {seconds:.1f}s")

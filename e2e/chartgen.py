@@ -2,10 +2,13 @@
 
 Every file a kustomization of deploy/ lists (the manager's and the worker's base, their
 components, deploy/roles) becomes a template of charts/kfed/templates/generated/: the same
-objects with the chart's labels, ``{{ .Release.Namespace }}`` for ``kueue-system``, inside the
-``if`` that says when the chart renders them (the side, a component's value). A file added to
-one of those kustomizations flows into the chart at the next ``make chart``; a new component
-is refused until COMPONENTS says which value turns it on.
+objects with the chart's labels, ``{{ .Release.Namespace }}`` for ``kueue-system``, the
+release's full name for ``kfed`` in every ``kfed-*`` name (but those the processes fix), inside
+the ``if`` that says when the chart renders them (the side, a component's value). A few lines
+take a value (VALUE_LINES) or are left out by one (OPTIONAL_ITEMS), and APIServices are
+rendered only when no other owner's exists (KIND_CONDITIONS). A file added to one of those
+kustomizations flows into the chart at the next ``make chart``; a new component is refused
+until COMPONENTS says which value turns it on.
 
 Not generated: the Namespaces (Helm's ``--create-namespace``; uninstalling never deletes a
 namespace) and the two Deployments, whose fields the chart's values set
@@ -85,6 +88,49 @@ OPTIONAL_FILES = {
     "worker/base/poddisruptionbudget.yaml": ".Values.worker.podDisruptionBudget.enabled",
 }
 """Files of deploy/ the chart can leave out, and the value that keeps them."""
+
+OPTIONAL_ITEMS = {
+    "manager/base/service.yaml": {"    - name: visibility": ".Values.manager.visibility.enabled"},
+}
+"""List items of deploy/'s files the chart leaves out unless a value holds: the item whose
+first line is given, with every line indented deeper that follows it (by file, then line)."""
+
+VALUE_LINES = {
+    f"{side}/base/poddisruptionbudget.yaml": {
+        # dig: a release upgraded with --reuse-values from a chart without the value keeps 1.
+        "  minAvailable: 1": '  minAvailable: {{ dig "minAvailable" 1 .Values.'
+        + side
+        + ".podDisruptionBudget }}",
+    }
+    for side in ("manager", "worker")
+}
+"""Lines of deploy/'s files whose value the chart takes from its values (deploy/'s value is the
+values' default): by file, the line and its template."""
+
+KIND_CONDITIONS = {
+    "APIService": 'include "kfed.rendersAPIService" (dict "root" $ "name" "{name}")',
+}
+"""Objects the chart renders only when a condition holds, by kind (``{name}``: the object's
+name). APIServices: upstream Kueue creates the same ones, and an upstream release's must be
+left as they are (charts/kfed/templates/_helpers.tpl)."""
+
+FULLNAME = '{{ include "kfed.fullname" $ }}'
+"""What stands for ``kfed`` in the names of the chart's objects: the release's full name
+(``kfed`` for a release named kfed, the documented one; nameOverride, fullnameOverride)."""
+KFED_NAME = re.compile(r"(?<![\w./-])kfed-([a-z0-9]+(?:-[a-z0-9]+)*)")
+KEPT_NAMES = {
+    "kfed-manager-leader": "the manager's leader Lease (manager/main.py)",
+    "kfed-worker-shim-leader": "the shim's leader Lease (worker_shim/main.py)",
+}
+"""Names the processes fix, never the release's: kept as written wherever they appear."""
+KEPT_LINES = {
+    "manager/components/webhook-shared-secret/rbac.yaml": {
+        # The webhook configuration the manager registers itself, under a fixed name
+        # (manager/federation/webhooks/webhookconfig.py).
+        '    resourceNames: ["kfed-manager"]',
+    },
+}
+"""Lines of deploy/'s files whose kfed-* names the processes fix: kept as written."""
 
 LABELS = '{{- include "kfed.labels" $ | nindent 4 }}'
 
@@ -175,10 +221,53 @@ def with_labels(document: list[str], origin: str, extra: list[str] | None = None
     return [*document[: start + 1], "  labels:", *added, *document[start + 1 :]]
 
 
+def release_named(line: str) -> str:
+    """``line`` with each ``kfed-*`` name but KEPT_NAMES made the release's (FULLNAME); comment
+    lines as written."""
+    if line.lstrip().startswith("#"):
+        return line
+    return KFED_NAME.sub(
+        lambda m: m.group() if m.group() in KEPT_NAMES else f"{FULLNAME}-{m.group(1)}", line
+    )
+
+
+def with_optional_items(lines: list[str], items: dict[str, str], origin: str) -> list[str]:
+    """``lines`` with each item of ``items`` (its first line: a condition) inside an ``if``."""
+    out: list[str] = []
+    found = set()
+    i = 0
+    while i < len(lines):
+        condition = items.get(lines[i])
+        if condition is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        found.add(lines[i])
+        indent = " " * (len(lines[i]) - len(lines[i].lstrip(" ")))
+        end = i + 1
+        while end < len(lines) and lines[end].startswith(indent + " ") and lines[end].strip():
+            end += 1
+        out += [f"{indent}{{{{- if {condition} }}}}", *lines[i:end], f"{indent}{{{{- end }}}}"]
+        i = end
+    missing = sorted(set(items) - found)
+    if missing:
+        raise ChartGenError(f"{origin}: no line {missing[0]!r} (OPTIONAL_ITEMS in e2e/chartgen.py)")
+    return out
+
+
+def with_value_lines(lines: list[str], values: dict[str, str], origin: str) -> list[str]:
+    """``lines`` with each line of ``values`` replaced by its template."""
+    missing = sorted(set(values) - set(lines))
+    if missing:
+        raise ChartGenError(f"{origin}: no line {missing[0]!r} (VALUE_LINES in e2e/chartgen.py)")
+    return [values.get(line, line) for line in lines]
+
+
 def template_of(path: Path, condition: str, *, origin: str | None = None) -> str:
     """``path``'s objects as a template rendered when ``condition`` holds."""
     text = path.read_text()
     origin = origin or str(path.relative_to(REPO))
+    key = str(path.relative_to(DEPLOY)) if path.is_relative_to(DEPLOY) else origin
     # Prometheus's own templates (`{{ $labels.x }}` in a PrometheusRule) reach the output as
     # written: each delimiter becomes an action that prints it.
     text = re.sub(r"\{\{|\}\}", lambda m: f"{{{{`{m.group()}`}}}}", text)
@@ -188,6 +277,11 @@ def template_of(path: Path, condition: str, *, origin: str | None = None) -> str
         else line
         for line in text.rstrip("\n").split("\n")
     ]
+    lines = with_optional_items(lines, OPTIONAL_ITEMS.get(key, {}), origin)
+    lines = with_value_lines(lines, VALUE_LINES.get(key, {}), origin)
+    kept = KEPT_LINES.get(key, set())
+    if kept - set(lines):
+        raise ChartGenError(f"{origin}: no line {sorted(kept - set(lines))[0]!r} (KEPT_LINES)")
     documents: list[list[str]] = [[]]
     for line in lines:
         if line.rstrip() == "---":
@@ -196,12 +290,26 @@ def template_of(path: Path, condition: str, *, origin: str | None = None) -> str
             documents[-1].append(line)
     labels = component_labels()
 
-    def extra(doc: list[str]) -> list[str]:
-        obj = yaml.safe_load("\n".join(doc).replace("{{ .Release.Namespace }}", NAMESPACE))
-        return labels.get((obj.get("kind", ""), obj.get("metadata", {}).get("name", "")), [])
+    def identity(doc: list[str]) -> tuple[str, str]:
+        # The lines deploy/ wrote, as YAML: template actions only where values go.
+        text = "\n".join(line for line in doc if not line.lstrip().startswith("{{-"))
+        obj = yaml.safe_load(
+            re.sub(r"\{\{[^}]*\}\}", "x", text.replace("{{ .Release.Namespace }}", NAMESPACE))
+        )
+        return obj.get("kind", ""), obj.get("metadata", {}).get("name", "")
+
+    def rendered_doc(doc: list[str]) -> list[str]:
+        kind, name = identity(doc)
+        out = [
+            line if line in kept else release_named(line)
+            for line in with_labels(doc, origin, labels.get((kind, name), []))
+        ]
+        if kind in KIND_CONDITIONS:
+            out = [f"{{{{- if {KIND_CONDITIONS[kind].format(name=name)} }}}}", *out, "{{- end }}"]
+        return out
 
     body = "\n---\n".join(
-        "\n".join(with_labels(doc, origin, extra(doc)))
+        "\n".join(rendered_doc(doc))
         for doc in documents
         if any(line and not line.lstrip().startswith("#") for line in doc)
     )

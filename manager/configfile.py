@@ -8,17 +8,22 @@ kfed's own settings beside them, and flags still win.
     leaderElection: {leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}
     integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}
     multiKueue: {gcInterval: 1m, origin: multikueue, workerLostTimeout: 15m,
-                 dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-all-at-once}
+                 dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental,
+                 incrementalDispatcherConfig: {stepSize: 2}}
     resources: {deviceClassMappings: [{name: example.com/gpu, deviceClassNames: [gpu.example.com]}]}
-    fairSharing: {enable: true, preemptionStrategies: [LessThanOrEqualToFinalShare]}
+    fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare]}
     kfed: {failoverPolicy: fast, admissionTimeout: 30s}   # kfed's own, by their flag names
 
 ``defaults_from(text, parser)`` turns it into the parser's defaults (``dest -> value``), each
 value read as its flag reads its text (type and choices; a switch takes true or false), so an
-explicit flag overrides it. A key kfed does not know, or a value of the wrong shape, is a
-``ConfigError`` naming the key; an upstream key kfed has no equivalent for
-(``waitForPodsReady``, ``webhook``, ...) is listed in the warnings it
-returns, never silently taken.
+explicit flag overrides it.
+
+The whole file is checked against upstream's schema of its apiVersion (``configschema``): a
+key that is not Kueue's (nor ``kfed:``), or a value Kueue would refuse (wrong type, not one of
+the named values, out of bounds), is a ``ConfigError`` naming the key. A Kueue key kfed does
+not act on (``webhook.port``, ``tls.minVersion``, ``resources.quotaCheckStrategy``, ...) is
+taken, and named, by its dotted path, in one of the warnings it returns: a Kueue
+configuration file works as it is, and nothing in it is silently dropped.
 """
 
 from __future__ import annotations
@@ -32,25 +37,12 @@ from typing import Any
 
 import yaml
 
-API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
-KIND = "Configuration"
+from manager.api import constants as C
+from manager.configschema import CONFIGURATION, V1BETA1, V1BETA2, SchemaError, node_at, walk
+from manager.controllers.jobkinds.registry import KINDS
 
-UPSTREAM_IGNORED = (
-    "controller",
-    "health",
-    "internalCertManagement",
-    "manageJobsWithoutQueueName",
-    "managedJobsNamespaceSelector",
-    "metrics",
-    "objectRetentionPolicies",
-    "pprofBindAddress",
-    "queueVisibility",
-    "waitForPodsReady",
-    "webhook",
-    "featureGates",
-)
-"""Upstream keys with no equivalent in kfed: accepted (a Kueue configuration works as it is),
-and each one present is named in a warning at start-up."""
+API_VERSIONS = (V1BETA1, V1BETA2)
+KIND = "Configuration"
 
 
 class ConfigError(ValueError):
@@ -63,6 +55,7 @@ class Loaded:
     """argparse dest -> the value as its flag would have set it (as the flag's text when read
     without a parser)."""
     warnings: list[str] = field(default_factory=list)
+    """One per Kueue setting of the file that kfed does not act on, led by its dotted path."""
 
 
 Converter = Callable[[Any, str], "str | bool"]
@@ -101,35 +94,33 @@ def _switch(value: Any, where: str) -> bool:
     return value
 
 
-UPSTREAM: dict[str, dict[str, tuple[str, Converter]]] = {
-    "clientConnection": {"qps": ("kube_api_qps", _text), "burst": ("kube_api_burst", _text)},
-    "leaderElection": {
-        "leaseDuration": ("leader_lease_duration", _duration),
-        "renewDeadline": ("leader_renew_deadline", _duration),
-        "retryPeriod": ("leader_retry_period", _duration),
-    },
-    "integrations": {"frameworks": ("integrations", _names)},
-    "multiKueue": {
-        "gcInterval": ("gc_interval", _duration),
-        "origin": ("origin", _text),
-        "workerLostTimeout": ("worker_lost_timeout", _duration),
-        "dispatcherName": ("dispatch_mode", _text),
-    },
-    "resources": {"deviceClassMappings": ("device_class_mappings", _json)},
-    "fairSharing": {
-        "enable": ("fair_sharing", _switch),
-        "preemptionStrategies": ("fair_sharing_preemption_strategies", _names),
-    },
+ACTED_ON: dict[str, tuple[str, Converter]] = {
+    "namespace": ("namespace", _text),
+    "clientConnection.qps": ("kube_api_qps", _text),
+    "clientConnection.burst": ("kube_api_burst", _text),
+    "leaderElection.leaseDuration": ("leader_lease_duration", _duration),
+    "leaderElection.renewDeadline": ("leader_renew_deadline", _duration),
+    "leaderElection.retryPeriod": ("leader_retry_period", _duration),
+    "integrations.frameworks": ("integrations", _names),
+    "multiKueue.gcInterval": ("gc_interval", _duration),
+    "multiKueue.origin": ("origin", _text),
+    "multiKueue.workerLostTimeout": ("worker_lost_timeout", _duration),
+    "multiKueue.dispatcherName": ("dispatch_mode", _text),
+    "multiKueue.incrementalDispatcherConfig.stepSize": ("incremental_step", _text),
+    "resources.deviceClassMappings": ("device_class_mappings", _json),
+    "fairSharing.enable": ("fair_sharing", _switch),
+    "fairSharing.preemptionStrategies": ("fair_sharing_preemption_strategies", _names),
 }
-"""Kueue's keys kfed acts on: section -> key -> (argparse dest, how the value is read)."""
+"""Kueue's keys kfed acts on, by dotted path: (argparse dest, how the value is read). Every
+other key of upstream's schema is taken with a warning. ``integrations.frameworks`` keeps the
+integrations kfed federates and names the others in a warning; ``fairSharing.enable`` is
+v1beta1's (kfed takes it in a v1beta2 file too, as its documentation long showed), where
+v1beta2 turns fair sharing on by ``fairSharing`` being there at all."""
 
-UPSTREAM_IGNORED_KEYS = {
-    "leaderElection": {"leaderElect", "resourceName", "resourceNamespace", "resourceLock"},
-    "integrations": {"podOptions", "externalFrameworks", "labelKeysToCopy"},
-    "multiKueue": {"externalFrameworks", "clusterProfile"},
-    "resources": {"excludeResourcePrefixes", "transformations"},
-}
-"""Keys of the sections above that kfed has no equivalent for (named in a warning)."""
+IGNORED = "Kueue's setting has no equivalent in kfed; ignored"
+STEP_GATE = "MultiKueueIncrementalDispatcherConfig"
+"""Upstream's feature gate (beta, on, since v0.19) without which it ignores ``stepSize``."""
+INCREMENTAL = (C.MULTIKUEUE_DISPATCHER_INCREMENTAL, "incremental")
 
 
 def defaults_from(text: str, parser: argparse.ArgumentParser | None = None) -> Loaded:
@@ -142,30 +133,19 @@ def defaults_from(text: str, parser: argparse.ArgumentParser | None = None) -> L
         raise ConfigError(f"not YAML: {err}") from None
     if not isinstance(doc, dict):
         raise ConfigError("expected a mapping (a Kueue Configuration)")
-    if doc.get("apiVersion") not in API_VERSIONS or doc.get("kind") != KIND:
+    version = doc.get("apiVersion")
+    if version not in API_VERSIONS or doc.get("kind") != KIND:
         raise ConfigError(
             f"expected apiVersion {' or '.join(API_VERSIONS)} and kind {KIND}, got "
-            f"{doc.get('apiVersion')!r} and {doc.get('kind')!r}"
+            f"{version!r} and {doc.get('kind')!r}"
         )
+    body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "kfed")}
     given: dict[str, tuple[str, str | bool]] = {}  # dest -> (where in the file, flag text)
-    warnings: list[str] = []
-    for key, value in doc.items():
-        if key in ("apiVersion", "kind"):
-            continue
-        if key == "namespace":
-            given["namespace"] = ("namespace", _text(value, "namespace"))
-        elif key in UPSTREAM:
-            _section(key, value, given, warnings)
-        elif key in UPSTREAM_IGNORED:
-            warnings.append(f"{key}: Kueue's setting has no equivalent in kfed; ignored")
-        elif key == "kfed":
-            if parser is not None:
-                _own(value, own_flags(parser), given)
-        else:
-            known = ", ".join(["namespace", *UPSTREAM, "kfed", *UPSTREAM_IGNORED])
-            raise ConfigError(f"unknown key {key!r} (known: {known})")
+    warnings = _upstream(str(version), body, given)
     if parser is None:
         return Loaded({dest: text for dest, (_, text) in given.items()}, warnings)
+    if doc.get("kfed") is not None:
+        _own(doc["kfed"], own_flags(parser), given)
     by_dest = {action.dest: action for action in parser._actions}
     return Loaded(
         {dest: as_flag_reads(by_dest[dest], text, where) for dest, (where, text) in given.items()},
@@ -173,29 +153,102 @@ def defaults_from(text: str, parser: argparse.ArgumentParser | None = None) -> L
     )
 
 
-def _section(
-    name: str, value: Any, given: dict[str, tuple[str, str | bool]], warnings: list[str]
-) -> None:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{name}: expected a mapping, got {value!r}")
-    for key, item in value.items():
-        where = f"{name}.{key}"
-        if key in UPSTREAM[name]:
-            dest, read = UPSTREAM[name][key]
-            given[dest] = (where, read(item, where))
-        elif key in UPSTREAM_IGNORED_KEYS.get(name, set()):
-            if not (name == "leaderElection" and key == "leaderElect" and item is True):
-                warnings.append(f"{where}: Kueue's setting has no equivalent in kfed; ignored")
-        else:
-            known = ", ".join([*UPSTREAM[name], *sorted(UPSTREAM_IGNORED_KEYS.get(name, ()))])
-            raise ConfigError(f"unknown key {where!r} (known in {name}: {known})")
+def _upstream(
+    version: str, body: dict[Any, Any], given: dict[str, tuple[str, str | bool]]
+) -> list[str]:
+    """Check ``body`` (the file less apiVersion, kind and ``kfed:``) against upstream's schema
+    of ``version``, put what kfed acts on in ``given``, and return the warnings for the rest."""
+    schema = CONFIGURATION[version]
+    fair_sharing = body.get("fairSharing")
+    if version == V1BETA2 and isinstance(fair_sharing, dict) and "enable" in fair_sharing:
+        if fair_sharing["enable"] is not None:
+            enable = _switch(fair_sharing["enable"], "fairSharing.enable")
+            given["fair_sharing"] = ("fairSharing.enable", enable)
+        body = {**body, "fairSharing": {k: v for k, v in fair_sharing.items() if k != "enable"}}
+    for key in body:
+        if key not in schema.fields:
+            known = ", ".join([*sorted(schema.fields), "kfed"])
+            raise ConfigError(f"unknown key {key!r} (known: {known}){_of_another(version, key)}")
+    try:
+        settings = list(walk(body, schema))
+    except SchemaError as err:
+        raise ConfigError(f"{err}{_of_another(version, err.unknown)}") from None
+    if version == V1BETA2 and isinstance(fair_sharing, dict):
+        given.setdefault("fair_sharing", ("fairSharing", True))  # there: on
+    gates = body.get("featureGates") or {}
+    warnings: list[str] = []
+    for setting in settings:
+        path, value = setting.path, setting.value
+        if path == "integrations.frameworks":
+            others = [name for name in value if name not in KINDS]
+            value = [name for name in value if name in KINDS]
+            if others:
+                warnings.append(
+                    f"{path}: {', '.join(others)}: Kueue integrations kfed does not federate; "
+                    f"ignored (kfed's: {', '.join(KINDS)})"
+                )
+        if (
+            path == "multiKueue.incrementalDispatcherConfig.stepSize"
+            and gates.get(STEP_GATE) is False
+        ):
+            warnings.append(
+                f"{path}: ignored, as Kueue ignores it with featureGates.{STEP_GATE} false"
+            )
+        elif path in ACTED_ON:
+            dest, read = ACTED_ON[path]
+            given[dest] = (path, read(value, path))
+        elif path == "featureGates":
+            warnings += _feature_gates(value, given)
+        elif path == "leaderElection.leaderElect":
+            if value is not True:
+                warnings.append(f"{path}: kfed always elects a leader among its replicas; ignored")
+        elif path != "fairSharing":  # ``fairSharing: {}`` (v1beta2): fair sharing on
+            warnings.append(f"{path}: {IGNORED}")
+    _incremental_config_needs_its_dispatcher(body)
+    return warnings
+
+
+GATES_ACTED_ON = {"UnadmittedWorkloadsObservability": "unadmitted_workloads_observability"}
+"""Kueue feature gates that switch something kfed has (its flag's dest): the gate's value
+sets it; every other gate is named in a warning."""
+
+
+def _feature_gates(gates: Any, given: dict[str, tuple[str, str | bool]]) -> list[str]:
+    warnings = []
+    for gate, value in sorted(dict(gates).items()):
+        path = f"featureGates.{gate}"
+        if gate in GATES_ACTED_ON:
+            given[GATES_ACTED_ON[gate]] = (path, _switch(value, path))
+        elif gate != STEP_GATE:  # read with the step it governs
+            warnings.append(f"{path}: {IGNORED}")
+    return warnings
+
+
+def _of_another(version: str, path: str | None) -> str:
+    """For an unknown key that the other apiVersion of Kueue's has: say so."""
+    other = V1BETA2 if version == V1BETA1 else V1BETA1
+    if path is None or node_at(CONFIGURATION[other], path) is None:
+        return ""
+    return f"; {path} is a key of {other}, not of {version}"
+
+
+def _incremental_config_needs_its_dispatcher(body: dict[Any, Any]) -> None:
+    """Upstream refuses ``multiKueue.incrementalDispatcherConfig`` unless ``dispatcherName`` is
+    the incremental dispatcher's: kfed too, rather than take a step for nothing."""
+    multikueue = body.get("multiKueue") or {}
+    if multikueue.get("incrementalDispatcherConfig") is None:
+        return
+    if multikueue.get("dispatcherName") not in INCREMENTAL:
+        raise ConfigError(
+            "multiKueue.incrementalDispatcherConfig: only valid when multiKueue.dispatcherName "
+            f"is {C.MULTIKUEUE_DISPATCHER_INCREMENTAL}, got {multikueue.get('dispatcherName')!r}"
+        )
 
 
 _LISTS: dict[str, Converter] = {
-    dest: read
-    for keys in UPSTREAM.values()
-    for dest, read in keys.values()
-    if read in (_names, _json)
+    "integrations": _names,
+    "fair_sharing_preemption_strategies": _names,
+    "device_class_mappings": _json,
 }
 """The flags whose text is a list (comma-separated names, or JSON): a YAML list is written so."""
 

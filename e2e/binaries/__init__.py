@@ -38,11 +38,33 @@ def _pins(path: Path = VERSIONS_FILE) -> dict[str, str]:
     return values
 
 
-def read_versions(path: Path = VERSIONS_FILE) -> Versions:
+VERSION_SETS = ("pinned", "newest")
+"""The two sets of versions.env: ``pinned`` (K8S_VERSION, ...) is the bed's default;
+``newest`` (NEWEST_K8S_VERSION, ...) is built on demand (``KFED_VERSIONS=newest build.sh``,
+``make binaries-newest``) for mixed-version fleets."""
+
+
+def read_versions(path: Path = VERSIONS_FILE, *, versions: str = "pinned") -> Versions:
+    """The Kubernetes, etcd and kwok versions of one set of versions.env."""
+    if versions not in VERSION_SETS:
+        raise ValueError(f"versions must be one of {', '.join(VERSION_SETS)}, not {versions!r}")
     values = _pins(path)
+    prefix = "NEWEST_" if versions == "newest" else ""
     return Versions(
-        kubernetes=values["K8S_VERSION"], etcd=values["ETCD_VERSION"], kwok=values["KWOK_VERSION"]
+        kubernetes=values[f"{prefix}K8S_VERSION"],
+        etcd=values[f"{prefix}ETCD_VERSION"],
+        kwok=values[f"{prefix}KWOK_VERSION"],
     )
+
+
+def built(versions: str) -> bool:
+    """Whether every binary of a set is built (the version-skew tests run only where it is)."""
+    try:
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok"):
+            path_of(name, versions=versions)
+    except BinariesMissing:
+        return False
+    return True
 
 
 def cache_dir() -> Path:
@@ -62,16 +84,19 @@ def _dir_of(binary: str, versions: Versions) -> Path:
     return root / f"k8s-v{versions.kubernetes}"
 
 
-def path_of(binary: str) -> Path:
+def path_of(binary: str, *, versions: str = "pinned") -> Path:
     """Path of a built binary (kube-apiserver, kube-controller-manager, kube-scheduler,
-    kubectl, kubelet, etcd, kwok); raises BinariesMissing when it has not been built yet."""
-    directory = _dir_of(binary, read_versions())
+    kubectl, kubelet, etcd, kwok) of a set of versions; raises BinariesMissing when it has
+    not been built yet."""
+    directory = _dir_of(binary, read_versions(versions=versions))
     path = directory / binary
     if not (directory / ".done").exists() or not path.exists():
-        raise BinariesMissing(
-            f"{binary} is not built in {directory}: run `bash {BUILD_SCRIPT}` "
-            "(or `make binaries`) first"
+        how = (
+            f"`KFED_VERSIONS=newest bash {BUILD_SCRIPT}` (or `make binaries-newest`)"
+            if versions == "newest"
+            else f"`bash {BUILD_SCRIPT}` (or `make binaries`)"
         )
+        raise BinariesMissing(f"{binary} is not built in {directory}: run {how} first")
     return path
 
 
@@ -161,6 +186,7 @@ def helm_path() -> Path:
     return directory / "helm"
 
 
-def ensure_built() -> None:
-    """Build whatever is missing (a no-op when everything is cached)."""
-    subprocess.run(["bash", str(BUILD_SCRIPT)], check=True, stdout=subprocess.DEVNULL)
+def ensure_built(versions: str = "pinned") -> None:
+    """Build whatever is missing of a set of versions (a no-op when everything is cached)."""
+    env = {**os.environ, "KFED_VERSIONS": versions}
+    subprocess.run(["bash", str(BUILD_SCRIPT)], check=True, stdout=subprocess.DEVNULL, env=env)

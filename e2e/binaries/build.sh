@@ -12,6 +12,12 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# KFED_VERSIONS=newest builds the second set of versions.env (the NEWEST_* pins) instead.
+case "${KFED_VERSIONS:-pinned}" in
+  pinned) ;;
+  newest) K8S_VERSION=$NEWEST_K8S_VERSION ETCD_VERSION=$NEWEST_ETCD_VERSION KWOK_VERSION=$NEWEST_KWOK_VERSION ;;
+  *) echo "build.sh: KFED_VERSIONS must be pinned or newest, not ${KFED_VERSIONS}" >&2; exit 2 ;;
+esac
 
 cache=${KFED_CACHE_DIR:-$HOME/.cache/kfed}
 k8s_dir="$cache/bin/k8s-v$K8S_VERSION"

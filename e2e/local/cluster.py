@@ -59,6 +59,9 @@ class LocalCluster:
     dra: bool = False
     """Full mode with DRA: the alpha DRA gates on (``dra.FEATURE_GATES``), the
     resource-claim controller running, DeviceClasses and ResourceSlices from ``nodes``."""
+    versions: str = "pinned"
+    """Which set of versions.env its binaries come from (``binaries.VERSION_SETS``): a
+    mixed-version fleet runs clusters of both."""
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
 
     # -- files -------------------------------------------------------------------------
@@ -134,6 +137,9 @@ class LocalCluster:
 
     # -- processes ---------------------------------------------------------------------
 
+    def _binary(self, name: str) -> Path:
+        return binaries.path_of(name, versions=self.versions)
+
     def _process(
         self, role: str, argv: list[str], env: dict[str, str] | None = None
     ) -> ManagedProcess:
@@ -153,7 +159,7 @@ class LocalCluster:
         self._process(
             "etcd",
             [
-                str(binaries.path_of("etcd")),
+                str(self._binary("etcd")),
                 f"--name={self.name}",
                 f"--data-dir={self.directory / 'etcd'}",
                 f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
@@ -171,7 +177,7 @@ class LocalCluster:
         self._process(
             "kube-apiserver",
             [
-                str(binaries.path_of("kube-apiserver")),
+                str(self._binary("kube-apiserver")),
                 f"--etcd-servers=http://127.0.0.1:{self.ports.etcd_client}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
@@ -252,7 +258,7 @@ class LocalCluster:
         self._process(
             "kube-controller-manager",
             [
-                str(binaries.path_of("kube-controller-manager")),
+                str(self._binary("kube-controller-manager")),
                 f"--kubeconfig={kubeconfig}",
                 self._controllers(),
                 "--leader-elect=false",
@@ -265,7 +271,7 @@ class LocalCluster:
         self._process(
             "kube-scheduler",
             [
-                str(binaries.path_of("kube-scheduler")),
+                str(self._binary("kube-scheduler")),
                 f"--kubeconfig={kubeconfig}",
                 "--leader-elect=false",
                 "--secure-port=0",
@@ -280,7 +286,7 @@ class LocalCluster:
         self._process(
             "kwok",
             [
-                str(binaries.path_of("kwok")),
+                str(self._binary("kwok")),
                 f"--kubeconfig={kubeconfig}",
                 f"--config={STAGES_FILE}",
                 f"--config={self._kwok_logs_config}",
@@ -395,7 +401,7 @@ class LocalCluster:
         self, *args: str, input: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [str(binaries.path_of("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
+            [str(self._binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
             input=input,
             capture_output=True,
             text=True,
@@ -422,6 +428,7 @@ class LocalCluster:
             "ports": asdict(self.ports),
             "full": self.full,
             "dra": self.dra,
+            "versions": self.versions,
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
             "nodes": [n.to_state() for n in self.nodes],
@@ -440,6 +447,7 @@ class LocalCluster:
             full=state["full"],
             nodes=[NodeGroup.from_state(n) for n in state["nodes"]],
             dra=state.get("dra", False),
+            versions=state.get("versions", "pinned"),
         )
         for role, p in state["processes"].items():
             proc = ManagedProcess(

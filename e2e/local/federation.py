@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -65,12 +65,16 @@ class LocalFederation:
         tie_to_parent: bool = False,
         operators: Iterable[str] = (),
         dra: bool | None = None,
+        versions: str = "pinned",
+        cluster_versions: Mapping[str, str] | None = None,
     ) -> None:
         """``operators`` (any of jobset, trainer, kuberay; needs ``full``) run on every
         worker; the manager gets their CRDs only, since kfed itself acts there. ``dra``
         (default: on with ``full``) turns on the DRA parts of the full bed: the alpha DRA
         feature gates, the resource-claim controller, and DeviceClasses and ResourceSlices
-        for the node groups with ``devices:`` (e2e/local/dra.py)."""
+        for the node groups with ``devices:`` (e2e/local/dra.py). ``versions`` is the set of
+        versions.env the clusters run (``pinned`` or ``newest``); ``cluster_versions`` names
+        another for some of them (a mixed-version fleet)."""
         self.name = name
         self.directory = (root or state_root()) / name
         self.full = full
@@ -94,6 +98,7 @@ class LocalFederation:
                 nodes=node_sets.get(cluster_name, []),
                 tie_to_parent=tie_to_parent,
                 dra=self.dra,
+                versions=(cluster_versions or {}).get(cluster_name, versions),
             )
 
     # -- lifecycle ---------------------------------------------------------------------

@@ -76,6 +76,37 @@ REASON_QUOTA_RESERVED: Final = "QuotaReserved"
 REASON_ADMITTED: Final = "Admitted"
 REASON_PENDING: Final = "Pending"
 REASON_INADMISSIBLE: Final = "Inadmissible"
+# Upstream v0.19's finer QuotaReserved=False reasons, written instead of the two above with
+# its UnadmittedWorkloadsObservability feature gate (kfed: --unadmitted-workloads-observability).
+REASON_PENDING_EVALUATION: Final = "PendingEvaluation"
+REASON_WAITING_FOR_QUOTA: Final = "WaitingForQuota"
+REASON_NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"
+REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"
+REASON_TOPOLOGY_PLACEMENT_FAILED: Final = "TopologyPlacementFailed"
+REASON_WAITING_FOR_PREEMPTED_WORKLOADS: Final = "WaitingForPreemptedWorkloads"
+REASON_MISCONFIGURED: Final = "Misconfigured"
+REASON_SUSPENDED: Final = "Suspended"
+PENDING_REASONS: Final = frozenset(
+    {
+        REASON_PENDING,
+        REASON_INADMISSIBLE,
+        REASON_PENDING_EVALUATION,
+        REASON_WAITING_FOR_QUOTA,
+        REASON_NO_MATCHING_FLAVOR,
+        REASON_EXCEEDS_MAX_QUOTA,
+        REASON_TOPOLOGY_PLACEMENT_FAILED,
+        REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
+        REASON_MISCONFIGURED,
+        REASON_SUSPENDED,
+    }
+)
+"""Every QuotaReserved=False reason kfed writes for a pending workload, legacy and fine: the
+reasons of its Warning Events too."""
+REASON_NO_RESERVATION: Final = "NoReservation"
+"""Admitted=False while the workload holds no quota."""
+REASON_UNSATISFIED_ADMISSION_CHECKS: Final = "UnsatisfiedAdmissionChecks"
+"""Admitted=False while quota is held and an admission check is not Ready (upstream v0.19's,
+with UnadmittedWorkloadsObservability; kfed uses it in ``kueue_unadmitted_workloads``)."""
 
 # Evicted
 REASON_EVICTED_BY_PREEMPTION: Final = "Preempted"

@@ -131,6 +131,8 @@ def crd(kind: type[KubeObject]) -> dict[str, Any]:
     }
     if info.status_subresource:
         version["subresources"] = {"status": {}}
+    if info.selectable_fields:
+        version["selectableFields"] = [{"jsonPath": path} for path in info.selectable_fields]
     if info.printer_columns:
         version["additionalPrinterColumns"] = [
             {

@@ -253,6 +253,9 @@ class ResourceInfo:
     short_names: tuple[str, ...] = ()
     printer_columns: tuple[PrinterColumn, ...] = ()
     status_subresource: bool = True
+    selectable_fields: tuple[str, ...] = ()
+    """JSON paths of fields a list or watch may select on (``fieldSelector``), the CRD's
+    ``selectableFields``: scalar fields only, at most 8 (the apiserver's limits)."""
 
     @property
     def api_version(self) -> str:

@@ -68,7 +68,7 @@ class Topology(KubeObject):
         plural="topologies",
         singular="topology",
         scope="Cluster",
-        short_names=(),
+        short_names=("topo",),
         printer_columns=(
             PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since creation"),
         ),
@@ -153,7 +153,7 @@ class ProvisioningRequestConfig(KubeObject):
         plural="provisioningrequestconfigs",
         singular="provisioningrequestconfig",
         scope="Cluster",
-        short_names=(),
+        short_names=("prc",),
         printer_columns=(
             PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since creation"),
         ),

@@ -377,6 +377,9 @@ class Workload(KubeObject):
             ),
             PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since creation"),
         ),
+        # Upstream's since v0.18: list the workloads holding quota in a ClusterQueue with
+        # ``--field-selector status.admission.clusterQueue=NAME``.
+        selectable_fields=(".status.admission.clusterQueue",),
     )
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"

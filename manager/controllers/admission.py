@@ -173,7 +173,12 @@ class AdmissionLoop:
         self.state.metrics.quota_reserved(admit.cluster_queue, waited=waited, workload=written)
         told.quota_reserved(self.state.events, written, admit.cluster_queue, waited)
         if not checks:
-            self.state.metrics.admitted(admit.cluster_queue, waited=waited, workload=written)
+            self.state.metrics.admitted(
+                admit.cluster_queue,
+                waited=waited,
+                workload=written,
+                cohorts=self.state.cohorts_of(admit.cluster_queue),
+            )
             told.admitted(self.state.events, written, admit.cluster_queue, 0.0)
         self._trace_admission(written, admit)
         for hook in self.on_admit:

@@ -73,8 +73,13 @@ def admitted(events: EventRecorder, workload: Obj, cluster_queue: str, waited: f
     events.normal(workload, "Admitted", message + f"{waited:.0f}s")
 
 
-def pending(events: EventRecorder, workload: Obj, message: str) -> None:
-    events.warning(workload, "Pending", message)
+def pending(
+    events: EventRecorder, workload: Obj, message: str, fine_reason: str | None = None
+) -> None:
+    """Why it waits, as upstream's scheduler records it: reason ``Pending``, or with
+    --unadmitted-workloads-observability the finer one written to QuotaReserved
+    (``WaitingForQuota``, ``Misconfigured``, ...)."""
+    events.warning(workload, fine_reason or C.REASON_PENDING, message)
 
 
 def evicted(events: EventRecorder, workload: Obj, reason: str, message: str) -> None:
@@ -146,8 +151,10 @@ def check_rejected(events: EventRecorder, workload: Obj, check: str, message: st
 # -- MultiKueue on the manager (Kueue's reason and message, then kfed's own) -------------
 
 
-def got_reservation(events: EventRecorder, workload: Obj, cluster: str) -> None:
-    events.normal(workload, "MultiKueue", f'The workload got reservation on "{cluster}"')
+def admitted_on(events: EventRecorder, workload: Obj, cluster: str) -> None:
+    """A worker admitted the copy: upstream v0.19's words (v0.17 said "got reservation on";
+    the check's message says the same)."""
+    events.normal(workload, "MultiKueue", f'The workload was admitted on "{cluster}"')
 
 
 def dispatched(

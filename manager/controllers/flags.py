@@ -42,6 +42,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "fairSharing.preemptionStrategies); only with --fair-sharing",
     )
     parser.add_argument(
+        "--unadmitted-workloads-observability",
+        action="store_true",
+        help="Kueue's UnadmittedWorkloadsObservability feature gate (v0.19): a pending "
+        "workload's QuotaReserved=False reason says why it waits (WaitingForQuota, "
+        "NoMatchingFlavor, ExceedsMaxQuota, Misconfigured, Suspended, ...) instead of Pending "
+        "or Inadmissible, and kueue_unadmitted_workloads counts the workloads by it",
+    )
+    parser.add_argument(
         "--integrations",
         default=",".join(d.integrations),
         metavar="LIST",
@@ -54,7 +62,8 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=d.event_qps,
         help="Kubernetes Events written per second at most, after a burst of --event-burst, "
-        "for routine Events and for alerts (Warnings other than Pending) each (0: none)",
+        "for routine Events and for alerts (Warnings other than why a workload waits) each "
+        "(0: none)",
     )
     parser.add_argument("--event-burst", type=int, default=d.event_burst, help="see --event-qps")
     parser.add_argument(
@@ -99,6 +108,9 @@ def controller_settings_from(args: argparse.Namespace, *, role: str) -> Controll
         event_qps=args.event_qps,
         event_burst=args.event_burst,
         topology_aware=bool(getattr(args, "topology_aware_scheduling", False)),
+        unadmitted_workloads_observability=bool(
+            getattr(args, "unadmitted_workloads_observability", False)
+        ),
     )
 
 

@@ -255,6 +255,7 @@ class JobController:
         try:
             created = await self.state.api.create(R.WORKLOADS, body, namespace)
             self.state.workloads.remember_written(f"{namespace}/{name}", None, created)
+            self._record_creation_latency(job, created)
             told.created_workload(self.state.events, job, created)
             if isinstance(device_charge, dra.Refused):
                 self._refuse(job, device_charge)
@@ -269,6 +270,20 @@ class JobController:
                 err.message,
             )
         return None
+
+    def _record_creation_latency(self, job: Obj, created: Obj) -> None:
+        """``kueue_workload_creation_latency_seconds``: the job's creation to its Workload's
+        (both as the API server stamped them), as upstream records it: only for a job not
+        edited since it was created (generation 1), whose wait is the Workload's alone."""
+        if int(job["metadata"].get("generation") or 1) > 1:
+            return
+        job_created = ws.parse_time(job["metadata"].get("creationTimestamp"))
+        workload_created = ws.parse_time(created["metadata"].get("creationTimestamp"))
+        if job_created is None or workload_created is None:
+            return
+        self.state.metrics.workload_created(
+            self.kind.resource.kind, seconds=workload_created - job_created
+        )
 
     async def _own_devices(self, slices: bool) -> dra.DeviceCatalogue:
         return await devicecatalogue.of_cluster(self.state.api, slices)

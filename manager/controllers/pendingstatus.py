@@ -83,7 +83,7 @@ class PendingStatusWriter:
                 self.state.api,
                 R.WORKLOADS,
                 obj,
-                lambda o: ws.pending(o, reason),
+                lambda o: ws.pending(o, reason, fine=self.state.unadmitted_workloads_observability),
                 subresource="status",
                 attempts=2,
             )
@@ -96,7 +96,12 @@ class PendingStatusWriter:
             return
         if written is not None:
             self.written += 1
-            told.pending(self.state.events, written, reason.message)
+            told.pending(
+                self.state.events,
+                written,
+                reason.message,
+                reason.fine_reason if self.state.unadmitted_workloads_observability else None,
+            )
             self.queue.forget(key)
             # So that an admission computed before this write's event arrives is guarded by
             # the new resourceVersion, instead of conflicting and reading the object again.

@@ -84,6 +84,7 @@ class ClusterController:
             metrics=metrics,
             fair_sharing=self.settings.fair_sharing,
             topology_aware=self.settings.topology_aware,
+            unadmitted_workloads_observability=self.settings.unadmitted_workloads_observability,
         )
         self.admit_after = admit_after
         """Set when the core knows enough to admit (kfed's manager: once it has seen its

@@ -69,6 +69,13 @@ class ControllerSettings:
     Topologies, Nodes and every Pod of the cluster. Off by default, since the Pod watch costs
     memory in proportion to the cluster's pods; kfed's manager, which runs none, needs it off
     (its MultiKueue queues leave the placement to the worker)."""
+    unadmitted_workloads_observability: bool = False
+    """Upstream's UnadmittedWorkloadsObservability feature gate (v0.19, beta, off by default),
+    ``--unadmitted-workloads-observability``: a pending workload's QuotaReserved=False reason
+    (and its Pending Event's) is v0.19's finer one (``WaitingForQuota``, ``Misconfigured``,
+    ...) instead of ``Pending`` or ``Inadmissible``, and ``kueue_unadmitted_workloads`` and
+    ``kueue_local_queue_unadmitted_workloads`` are reported. Off, as upstream: tools that
+    read the reasons see what Kueue writes by default."""
     device_class_mappings: DeviceClassMappings = field(default_factory=DeviceClassMappings)
     """Kueue's ``resources.deviceClassMappings`` (``--device-class-mappings``): the quota
     resource each DeviceClass of a pod's ResourceClaimTemplates is charged to. Empty: a job

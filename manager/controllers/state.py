@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pydantic
@@ -67,8 +67,12 @@ class ClusterState:
         metrics: Metrics | None = None,
         fair_sharing: core.FairSharingConfig | None = None,
         topology_aware: bool = False,
+        unadmitted_workloads_observability: bool = False,
     ) -> None:
         self.api = api
+        self.unadmitted_workloads_observability = unadmitted_workloads_observability
+        """Upstream v0.19's finer pending reasons and unadmitted-workload gauges
+        (``ControllerSettings.unadmitted_workloads_observability``)."""
         self.metrics = metrics if metrics is not None else Metrics()
         """Where this cluster's controllers record (one registry per process object)."""
         self.events = EventRecorder(None, component="kfed")
@@ -274,9 +278,36 @@ class ClusterState:
         """The checks every workload of this ClusterQueue must pass (admissionChecksStrategy)."""
         return federated.check_names(self.cluster_queues.get(cluster_queue))
 
+    def cohort_parents(self) -> dict[str, str]:
+        """Cohort -> its parent cohort (``spec.parentName``), for the cohorts that name one."""
+        parents = {}
+        for obj in self.cohorts.items():
+            parent = at(obj, "spec").get("parentName")
+            if parent:
+                parents[str(obj["metadata"]["name"])] = str(parent)
+        return parents
+
+    def cohorts_of(self, cluster_queue: str) -> tuple[str, ...]:
+        """A ClusterQueue's cohort and that cohort's ancestors, nearest first, as the
+        informers have them now (an admission counts for each subtree when it happens, not
+        when metrics are next read)."""
+        cohort = str(at(self.cluster_queues.get(cluster_queue), "spec").get("cohortName") or "")
+        return cohort_path(cohort, self.cohort_parents()) if cohort else ()
+
     def priority_class_value(self, name: str) -> int | None:
         wpc = self.priority_classes.get(name)
         return int(wpc["value"]) if wpc is not None and "value" in wpc else None
+
+
+def cohort_path(cohort: str, parents: Mapping[str, str]) -> tuple[str, ...]:
+    """A cohort and its ancestors, nearest first (a cycle, which the core reports as
+    invalid, is cut where it closes)."""
+    path: list[str] = []
+    node = cohort
+    while node and node not in path:
+        path.append(node)
+        node = parents.get(node, "")
+    return tuple(path)
 
 
 def one_line(err: Exception) -> str:

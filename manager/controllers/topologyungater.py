@@ -15,10 +15,12 @@ pods), else by name, so that a restart of this controller gives the same answer.
 from __future__ import annotations
 
 import logging
+import time
 
 from manager import core
+from manager.api import constants as C
 from manager.api.view import at, items, labels_of
-from manager.controllers import taspods, topologyassignment
+from manager.controllers import conditions, taspods, topologyassignment
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.kube import resources as R
@@ -115,7 +117,21 @@ class TopologyUngater:
             mine = [p for p in pods if labels_of(p).get(taspods.PODSET_LABEL) == pod_set]
             for pod, selector in plan(assignment, mine):
                 await self._ungate(pod, selector)
+                self._record_gate_removal(wl)
         return None
+
+    def _record_gate_removal(self, wl: Obj) -> None:
+        """``kueue_pod_scheduling_gate_removal_seconds``: the workload's admission (its
+        Admitted condition's time) to this pod's ungating, as upstream's ungater records it.
+        kfed places no plain-pod groups: ``is_group`` is always false."""
+        admitted = conditions.find(ws.status_of(wl).get("conditions"), C.ADMITTED)
+        since = ws.parse_time(admitted.get("lastTransitionTime")) if admitted else None
+        cluster_queue = ws.cluster_queue_of(wl)
+        if since is None or not cluster_queue:
+            return
+        self.state.metrics.scheduling_gate_removed(
+            taspods.TOPOLOGY_GATE, cluster_queue, seconds=time.time() - since
+        )
 
     async def _ungate(self, pod: Obj, selector: dict[str, str]) -> None:
         meta = pod["metadata"]

@@ -233,10 +233,18 @@ class WorkloadController:
             delay = self._requeue_delay(obj)
             now = time.time()
             requeue_at = now + delay if delay else None
+            fine = state.unadmitted_workloads_observability
             if (
-                await self._write(obj, lambda o: ws.release(o, requeue_at=requeue_at, now=now))
+                await self._write(
+                    obj, lambda o: ws.release(o, requeue_at=requeue_at, now=now, fine=fine)
+                )
                 is not None
             ):
+                evicted_at = ws.eviction_time(obj)
+                if evicted_at is not None:
+                    state.metrics.eviction_released(
+                        admission.cluster_queue, _evicted_reason(obj), seconds=now - evicted_at
+                    )
                 spans.record(
                     self.settings.role,
                     "requeue",
@@ -319,6 +327,7 @@ class WorkloadController:
                 waited=time.time() - queued_since(obj),
                 workload=admitted,
                 checks_waited=since,
+                cohorts=state.cohorts_of(admission.cluster_queue),
             )
             told.admitted(state.events, admitted, admission.cluster_queue, since)
         return None

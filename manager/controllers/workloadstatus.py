@@ -192,12 +192,14 @@ def reserve(obj: Obj, admission: core.Admission, checks: list[str]) -> Obj | Non
     return patch
 
 
-def pending(obj: Obj, reason: core.PendingReason) -> Obj | None:
+def pending(obj: Obj, reason: core.PendingReason, *, fine: bool = False) -> Obj | None:
+    """Why it waits, in QuotaReserved=False: upstream's default reasons (Pending,
+    Inadmissible), or with ``fine`` v0.19's (WaitingForQuota, Misconfigured, ...)."""
     if has_reservation(obj) or is_finished(obj):
         return None
     conds: conditions.Conditions = list(status_of(obj).get("conditions") or [])
     if not conditions.set_condition(
-        conds, C.QUOTA_RESERVED, False, reason.condition_reason, reason.message
+        conds, C.QUOTA_RESERVED, False, reason.quota_reserved_reason(fine), reason.message
     ):
         return None
     return {"status": {"conditions": conds}}
@@ -215,8 +217,10 @@ def evict(
     return {"status": {"conditions": conds}} if changed else None
 
 
-def release(obj: Obj, *, requeue_at: float | None, now: float) -> Obj | None:
-    """After an eviction, once the job stopped: give the quota back and requeue."""
+def release(obj: Obj, *, requeue_at: float | None, now: float, fine: bool = False) -> Obj | None:
+    """After an eviction, once the job stopped: give the quota back and requeue. QuotaReserved
+    goes False with upstream's reason for it: Pending, or with ``fine`` v0.19's
+    PendingEvaluation."""
     if not has_reservation(obj):
         return None
     status = status_of(obj)
@@ -224,9 +228,10 @@ def release(obj: Obj, *, requeue_at: float | None, now: float) -> Obj | None:
     evicted = conditions.find(conds, C.EVICTED) or {}
     message = str(evicted.get("message") or "The workload was evicted")
     reason = str(evicted.get("reason") or C.REASON_EVICTED_BY_PREEMPTION)
-    conditions.set_condition(conds, C.QUOTA_RESERVED, False, C.REASON_PENDING, message)
+    quota_reason = C.REASON_PENDING_EVALUATION if fine else C.REASON_PENDING
+    conditions.set_condition(conds, C.QUOTA_RESERVED, False, quota_reason, message)
     conditions.set_condition(
-        conds, C.ADMITTED, False, "NoReservation", "The workload has no reservation"
+        conds, C.ADMITTED, False, C.REASON_NO_RESERVATION, "The workload has no reservation"
     )
     if requeue_at is not None and requeue_at > now:
         conditions.set_condition(

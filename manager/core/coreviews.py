@@ -17,6 +17,7 @@ from manager.core.model import (
     FlavorResource,
     LocalQueueKey,
     ResourceFlavor,
+    ResourceName,
     StopPolicy,
     WorkloadKey,
 )
@@ -113,6 +114,20 @@ class CoreViews:
             return 0, total
         active = sum(1 for e in queue.members.values() if e.location is Location.ACTIVE)
         return active, total - active
+
+    def pending_requests(self, name: ClusterQueueName) -> dict[ResourceName, int]:
+        """What a ClusterQueue's pending workloads (active, parked and backing off) request
+        in all, per resource, in core units: each pod set's per-pod requests times its count
+        (upstream's ``kueue_cluster_queue_resource_pending``, before flavors)."""
+        queue = self._queues.queues.get(name)
+        total: dict[ResourceName, int] = {}
+        if queue is None:
+            return total
+        for entry in queue.members.values():
+            for ps in entry.workload.pod_sets:
+                for resource, value in ps.requests.items():
+                    total[resource] = total.get(resource, 0) + value * ps.count
+        return total
 
     def next_requeue_at(self) -> float | None:
         return self._queues.next_requeue_at()

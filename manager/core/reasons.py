@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
 
+from manager.api import constants as C
 from manager.core.model import ClusterQueueName, FlavorName, LocalQueueKey, Namespace, ResourceName
 
 
@@ -62,6 +63,41 @@ _INADMISSIBLE = frozenset(
 )
 
 
+_FINE: dict[PendingKind, str] = {
+    PendingKind.QUEUED: C.REASON_PENDING_EVALUATION,
+    PendingKind.LOCAL_QUEUE_MISSING: C.REASON_MISCONFIGURED,
+    PendingKind.LOCAL_QUEUE_STOPPED: C.REASON_SUSPENDED,
+    PendingKind.CLUSTER_QUEUE_MISSING: C.REASON_MISCONFIGURED,
+    PendingKind.CLUSTER_QUEUE_INACTIVE: C.REASON_SUSPENDED,
+    PendingKind.CLUSTER_QUEUE_STOPPED: C.REASON_SUSPENDED,
+    PendingKind.NAMESPACE_NOT_SELECTED: C.REASON_MISCONFIGURED,
+    PendingKind.CHECK_CONTROLLER_MISSING: C.REASON_MISCONFIGURED,
+    PendingKind.NOT_CHARGEABLE: C.REASON_MISCONFIGURED,
+    PendingKind.NO_MATCHING_FLAVOR: C.REASON_NO_MATCHING_FLAVOR,
+    PendingKind.EXCEEDS_MAX_QUOTA: C.REASON_EXCEEDS_MAX_QUOTA,
+    PendingKind.WAITING_FOR_QUOTA: C.REASON_WAITING_FOR_QUOTA,
+    PendingKind.WAITING_FOR_PREEMPTION: C.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
+    PendingKind.TOPOLOGY_PLACEMENT_FAILED: C.REASON_TOPOLOGY_PLACEMENT_FAILED,
+    PendingKind.BLOCKED_BY_HEAD: C.REASON_PENDING_EVALUATION,
+    PendingKind.BACKOFF: C.REASON_PENDING_EVALUATION,
+    PendingKind.RETRY: C.REASON_WAITING_FOR_QUOTA,
+}
+"""Upstream v0.19's reason for each kind, as its scheduler and workload controller write them
+with UnadmittedWorkloadsObservability on:
+
+- not evaluated yet, behind a StrictFIFO head that does not fit, or back from an eviction
+  (its backoff included): ``PendingEvaluation``, upstream's reason on a workload's creation
+  and when an evicted one gives its quota back;
+- a missing LocalQueue or ClusterQueue, a namespace the ClusterQueue does not select, requests
+  that cannot be charged (upstream: DRA errors), a job left to a controller its queue lacks
+  (kfed's own check): ``Misconfigured``; a stopped or inactive queue: ``Suspended``;
+- lost a race within a cycle (another workload took the quota, or overlapping preemption
+  targets): ``WaitingForQuota``, as upstream's scheduler writes for a skipped entry;
+- waiting for its victims: ``WaitingForPreemptedWorkloads``; the flavor assigner's own
+  outcomes keep their names (``NoMatchingFlavor``, ``ExceedsMaxQuota``, ``WaitingForQuota``,
+  ``TopologyPlacementFailed``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PendingReason:
     kind: PendingKind
@@ -69,8 +105,20 @@ class PendingReason:
 
     @property
     def condition_reason(self) -> str:
-        """The QuotaReserved=False condition reason Kueue would write."""
-        return "Inadmissible" if self.kind in _INADMISSIBLE else "Pending"
+        """The QuotaReserved=False condition reason Kueue writes by default (v0.19 still, with
+        UnadmittedWorkloadsObservability off): Inadmissible or Pending."""
+        return C.REASON_INADMISSIBLE if self.kind in _INADMISSIBLE else C.REASON_PENDING
+
+    @property
+    def fine_reason(self) -> str:
+        """The reason upstream v0.19 writes instead with UnadmittedWorkloadsObservability on:
+        WaitingForQuota, NoMatchingFlavor, Misconfigured, ... (see ``_FINE``)."""
+        return _FINE[self.kind]
+
+    def quota_reserved_reason(self, fine: bool) -> str:
+        """The QuotaReserved=False reason to write: ``fine_reason`` when asked for
+        (``--unadmitted-workloads-observability``), else ``condition_reason``."""
+        return self.fine_reason if fine else self.condition_reason
 
 
 _BINARY_SUFFIXES = (

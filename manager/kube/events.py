@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
+from manager.api import constants as C
 from manager.api.view import at
 from manager.kube import errors
 from manager.kube import resources as R
@@ -73,10 +74,10 @@ class EventSettings:
     global_burst: int = 100
     """Event writes per second for the whole process, after a burst, for routine Events
     and for alerts each (ControllerSettings says why these defaults)."""
-    routine_warnings: frozenset[str] = frozenset({"Pending"})
-    """Warnings that come in floods as a matter of course (a backlog's "why it waits") and
-    so share the routine budget: they must never use up the one a Failover or a lost
-    worker is told from."""
+    routine_warnings: frozenset[str] = C.PENDING_REASONS
+    """Warnings that come in floods as a matter of course (a backlog's "why it waits":
+    ``Pending``, or v0.19's finer reasons such as ``WaitingForQuota``) and so share the routine
+    budget: they must never use up the one a Failover or a lost worker is told from."""
     queue_size: int = 1000
     write_concurrency: int = 4
     """Writers at once. Each Event's writes go to one writer, in order (as client-go's one

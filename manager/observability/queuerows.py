@@ -15,7 +15,7 @@ from manager.api import quantity
 from manager.api.view import at, items
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
-from manager.controllers.state import ClusterState
+from manager.controllers.state import ClusterState, cohort_path
 from manager.observability.units import human, natural
 from manager.telemetry.metrics import (
     ClusterQueueSample,
@@ -190,7 +190,7 @@ def queue_row(
 def queue_rows(state: ClusterState) -> list[QueueRow]:
     rows = []
     finished, _ = finished_counts(state)
-    parents = cohort_parents(state)
+    parents = state.cohort_parents()
     fair = state.core.fair_sharing is not None
     for obj in state.cluster_queues.items():
         name = core.ClusterQueueName(str(obj["metadata"]["name"]))
@@ -231,31 +231,10 @@ def finished_counts(state: ClusterState) -> tuple[dict[str, int], dict[tuple[str
     return by_cq, by_lq
 
 
-def cohort_parents(state: ClusterState) -> dict[str, str]:
-    """Cohort -> its parent cohort (``spec.parentName``), for the cohorts that name one."""
-    parents = {}
-    for obj in state.cohorts.items():
-        parent = at(obj, "spec").get("parentName")
-        if parent:
-            parents[str(obj["metadata"]["name"])] = str(parent)
-    return parents
-
-
-def cohort_path(cohort: str, parents: Mapping[str, str]) -> tuple[str, ...]:
-    """A cohort and its ancestors, nearest first (a cycle, which the core reports as
-    invalid, is cut where it closes)."""
-    path: list[str] = []
-    node = cohort
-    while node and node not in path:
-        path.append(node)
-        node = parents.get(node, "")
-    return tuple(path)
-
-
 def cohort_quotas(state: ClusterState) -> dict[str, dict[tuple[str, str], float]]:
     """The nominal quotas a Cohort object holds itself (its ``resourceGroups``), per
     (flavor, resource), natural units, added to every ancestor's subtree as well."""
-    parents = cohort_parents(state)
+    parents = state.cohort_parents()
     result: dict[str, dict[tuple[str, str], float]] = {}
     for obj in state.cohorts.items():
         own: dict[tuple[str, str], float] = {}

@@ -25,6 +25,7 @@ from manager.observability.clusterrows import (
 )
 from manager.observability.history import History, Sample, counter_totals
 from manager.observability.queuerows import cohort_quotas, local_queue_samples, queue_rows
+from manager.observability.queuetree import pending_resources, queue_tree, unadmitted_samples
 from manager.observability.state import Snapshot
 from manager.observability.workloadpage import WorkloadDetails
 from manager.observability.workloadrows import workload_rows
@@ -36,12 +37,20 @@ def set_queue_metrics(metrics: Metrics, state: ClusterState | None) -> None:
     """The ClusterQueue, LocalQueue and cohort gauges from one cluster's views (None: none)."""
     if state is None:
         metrics.set_cluster_queues(())
+        metrics.set_queue_tree((), ())
+        metrics.set_pending_resources({})
+        metrics.set_unadmitted(())
         return
     metrics.set_cluster_queues(
         (r.sample() for r in queue_rows(state)),
         local_queues=local_queue_samples(state),
         cohort_quotas=cohort_quotas(state),
     )
+    metrics.set_queue_tree(*queue_tree(state))
+    metrics.set_pending_resources(pending_resources(state))
+    # Upstream reports these only with its UnadmittedWorkloadsObservability gate.
+    observed = state.unadmitted_workloads_observability
+    metrics.set_unadmitted(unadmitted_samples(state) if observed else ())
 
 
 def queue_levels(state: ClusterState) -> tuple[dict[str, int], dict[str, int]]:

@@ -64,9 +64,10 @@ def test_without_client_connection_the_client_has_no_limit(tmp_path: Path) -> No
 
 
 def test_an_upstream_setting_with_no_equivalent_is_named_in_a_warning(tmp_path: Path) -> None:
-    args = parse(tmp_path, KUEUE + "waitForPodsReady: {enable: true}\n")
+    # v1beta2's waitForPodsReady is on by being there: it has no `enable` (v1beta1's)
+    args = parse(tmp_path, KUEUE + "waitForPodsReady: {timeout: 5m}\n")
     assert args.config_warnings == [  # type: ignore[attr-defined]
-        f"--config {tmp_path / 'config.yaml'}: waitForPodsReady: Kueue's setting has no "
+        f"--config {tmp_path / 'config.yaml'}: waitForPodsReady.timeout: Kueue's setting has no "
         "equivalent in kfed; ignored"
     ]
 

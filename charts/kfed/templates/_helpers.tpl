@@ -7,6 +7,58 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
+{{/* The release's full name, which every object's name starts with in place of "kfed"
+(kfed-manager, kfed-worker-shim, kfed-batch-admin-role, ...): fullnameOverride if set, else
+the release name when it already holds the chart's name (nameOverride, by default "kfed"),
+else both joined. The documented release, kfed, keeps kfed's names. At most 50 characters,
+so that the longest name a DNS label must hold (<fullname>-worker-shim) fits in 63. */}}
+{{- define "kfed.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 50 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kfed.fullname" -}}
+{{- $full := .Values.fullnameOverride }}
+{{- if not $full }}
+{{- $name := include "kfed.name" . }}
+{{- $full = ternary .Release.Name (printf "%s-%s" .Release.Name $name) (contains $name .Release.Name) }}
+{{- end }}
+{{- $full | trunc 50 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Who holds APIService .name other than this release, in words; empty when there is none
+of that name or this release owns it (Helm's meta.helm.sh/release-* annotations). Upstream
+Kueue's manifests and chart create the same two visibility APIServices as kfed's manager
+side. */}}
+{{- define "kfed.apiServiceOwner" -}}
+{{- $found := lookup "apiregistration.k8s.io/v1" "APIService" "" .name }}
+{{- if $found }}
+{{- $annotations := $found.metadata.annotations | default dict }}
+{{- $release := index $annotations "meta.helm.sh/release-name" | default "" }}
+{{- $namespace := index $annotations "meta.helm.sh/release-namespace" | default "" }}
+{{- if not (and (eq $release .root.Release.Name) (eq $namespace .root.Release.Namespace)) }}
+{{- if $release }}Helm release {{ $release }} in namespace {{ $namespace }}
+{{- else }}no Helm release (applied with kubectl or another tool){{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the chart renders visibility APIService .name (manager.visibility.apiServices):
+auto, the default, renders it unless another owner's exists (upstream Kueue's release,
+typically), which is left as it is; true renders it always (Helm refuses to take another
+release's object unless --take-ownership); false never. Outside a cluster (helm template)
+lookup finds nothing: rendered. Unset (a release upgraded with --reuse-values from a chart
+without the value): auto. */}}
+{{- define "kfed.apiServicesMode" -}}
+{{- dig "apiServices" "auto" .Values.manager.visibility | toString }}
+{{- end }}
+
+{{- define "kfed.rendersAPIService" -}}
+{{- $mode := include "kfed.apiServicesMode" .root }}
+{{- if eq $mode "true" }}true
+{{- else if and (eq $mode "auto") (not (include "kfed.apiServiceOwner" .)) }}true
+{{- end }}
+{{- end }}
+
 {{- define "kfed.image" -}}
 {{ printf "%s:%s" .Values.image.repository (toString .Values.image.tag) }}
 {{- end }}
@@ -27,6 +79,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 {{- if and (eq .Values.observability.metricsCertificates "cert-manager") (not .Values.observability.secureMetrics) }}
 {{- fail "observability.metricsCertificates=cert-manager: the certificate is for the secure metrics endpoint; set observability.secureMetrics=true too" }}
+{{- end }}
+{{- if not (has (include "kfed.apiServicesMode" .) (list "auto" "true" "false")) }}
+{{- fail (printf "manager.visibility.apiServices: %q is not auto, true or false" (include "kfed.apiServicesMode" .)) }}
 {{- end }}
 {{- if not (has .Values.worker.mode (list "admit" "fence-only" "no-fencing" "")) }}
 {{- fail (printf "worker.mode: %q is not admit, fence-only or no-fencing" .Values.worker.mode) }}

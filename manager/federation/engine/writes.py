@@ -90,7 +90,7 @@ class Writes:
             lambda o: checkstatus.ready_and_admitted(o, check, message, cluster_name=cluster),
         )
         if written is not None and checkstatus.check_state(obj, check)[0] != "Ready":
-            told.got_reservation(self.state.events, written, cluster)
+            told.admitted_on(self.state.events, written, cluster)
         if written is not None and ws.is_admitted(written) and not ws.is_admitted(obj):
             now = self.wall_clock()
             self.state.metrics.admitted(

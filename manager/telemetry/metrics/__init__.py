@@ -1,9 +1,11 @@
-"""Prometheus metrics of kfed: upstream Kueue's (v0.17.0) and MultiKueue's names, labels and
-buckets where the meaning applies, controller-runtime's and client-go's for the work queues,
-reconcilers, REST client and leader election, and kfed's own (``kfed_``).
+"""Prometheus metrics of kfed: upstream Kueue's (v0.17.0, and those v0.18 and v0.19 added) and
+MultiKueue's names, labels and buckets where the meaning applies, controller-runtime's and
+client-go's for the work queues, reconcilers, REST client and leader election, and kfed's own
+(``kfed_``).
 
 Which upstream metrics are served and which are not (and why) is data:
-``tests/data/upstream-metrics-v0.17.0.json``, extracted from upstream's source by
+``tests/data/upstream-metrics-v0.17.0.json`` and ``-v0.19.2.json``, extracted from upstream's
+source by
 ``python -m e2e.upstream_metrics``; ``tests/unit/telemetry/test_upstream_metric_names.py``
 checks this module against it, and ``docs/metrics.md`` lists both.
 
@@ -27,9 +29,10 @@ Two kinds of metric:
   they are exact at scrape time, cost nothing between scrapes, and a deleted queue or worker
   disappears instead of going stale.
 The families live by whose they are: upstream Kueue's (``kueue``: scheduler, ClusterQueues,
-cohorts; ``localqueue``), MultiKueue's (``multikueue``), controller-runtime's and client-go's
-(``runtime``), and kfed's own (``kfed``); ``samples`` holds the records the state gauges are
-set from, ``shapes`` upstream's buckets. ``Metrics`` is all of them on one registry.
+cohorts; ``localqueue``; ``kueuev019``: the ones upstream added in v0.18 and v0.19),
+MultiKueue's (``multikueue``), controller-runtime's and client-go's (``runtime``), and kfed's
+own (``kfed``); ``samples`` holds the records the state gauges are set from, ``shapes``
+upstream's buckets. ``Metrics`` is all of them on one registry.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from manager.kube import instrument
 from manager.kube.workqueue import live_queues
 from manager.telemetry.metrics.kfed import KfedFamilies
 from manager.telemetry.metrics.kueue import KueueFamilies
+from manager.telemetry.metrics.kueuev019 import KueueV019Families, TreeSample, UnadmittedSample
 from manager.telemetry.metrics.multikueue import MultiKueueFamilies
 from manager.telemetry.metrics.runtime import RuntimeFamilies
 from manager.telemetry.metrics.samples import (
@@ -69,11 +73,13 @@ __all__ = [
     "QueueStatus",
     "QuotaSample",
     "ReplicaRole",
+    "TreeSample",
+    "UnadmittedSample",
     "WorkerClusterSample",
 ]
 
 
-class Metrics(KueueFamilies, MultiKueueFamilies, RuntimeFamilies, KfedFamilies):
+class Metrics(KueueFamilies, KueueV019Families, MultiKueueFamilies, RuntimeFamilies, KfedFamilies):
     """Every metric of one process, on the registry it serves."""
 
     def __init__(
@@ -84,6 +90,7 @@ class Metrics(KueueFamilies, MultiKueueFamilies, RuntimeFamilies, KfedFamilies):
         """Upstream's ``replica_role`` label: ``leader`` / ``follower`` on a replica with
         leader election (``set_leader``), ``standalone`` without (a worker shim)."""
         self._register_kueue(self.registry)
+        self._register_kueue_v019(self.registry)
         self._register_multikueue(self.registry)
         self._register_runtime(self.registry)
         self._register_kfed(self.registry)

@@ -37,9 +37,6 @@ class KueueFamilies(LocalQueueFamilies):
 
     def _register_kueue(self, r: CollectorRegistry) -> None:
         self._register_local_queues(r)
-        self._cohorts_of: dict[str, tuple[str, ...]] = {}
-        """ClusterQueue -> its cohort and that cohort's ancestors, nearest first, as of the
-        last ``set_cluster_queues`` (for ``kueue_cohort_subtree_admitted_workloads_total``)."""
         role = ["replica_role"]
         cq = ["cluster_queue", "replica_role"]
         cq_pc = ["cluster_queue", "priority_class", "replica_role"]
@@ -244,16 +241,19 @@ class KueueFamilies(LocalQueueFamilies):
         waited: float,
         workload: Workload | None = None,
         checks_waited: float = 0.0,
+        cohorts: tuple[str, ...] = (),
     ) -> None:
         """Admitted: ``waited`` since creation (or the last requeue), ``checks_waited`` since
-        the quota reservation (0 without admission checks, as upstream observes it)."""
+        the quota reservation (0 without admission checks, as upstream observes it);
+        ``cohorts`` are the ClusterQueue's cohort and its ancestors now, each subtree counting
+        the admission (``kueue_cohort_subtree_admitted_workloads_total``)."""
         pc, lq = priority_class_of(workload), local_queue_of(workload)
         waited, checks_waited = max(0.0, waited), max(0.0, checks_waited)
         role = self.replica_role
         self.admitted_workloads.labels(cluster_queue, pc, role).inc()
         self.admission_wait_time.labels(cluster_queue, pc, role).observe(waited)
         self.admission_checks_wait_time.labels(cluster_queue, pc, role).observe(checks_waited)
-        for cohort in self._cohorts_of.get(cluster_queue, ()):
+        for cohort in cohorts:
             self.cohort_subtree_admitted_workloads.labels(cohort, pc, role).inc()
         if lq is not None:
             self.lq_admitted_workloads.labels(*lq, pc, role).inc()
@@ -328,10 +328,8 @@ class KueueFamilies(LocalQueueFamilies):
             for key, nominal in quotas.items():
                 into = subtree_quota.setdefault(cohort, {})
                 into[key] = into.get(key, 0.0) + nominal
-        cohorts_of: dict[str, tuple[str, ...]] = {}
         for s in samples:
             cohorts = s.cohorts or ((s.cohort,) if s.cohort else ())
-            cohorts_of[s.name] = cohorts
             self.pending_workloads.labels(s.name, "active", role).set(s.pending_active)
             self.pending_workloads.labels(s.name, "inadmissible", role).set(s.pending_inadmissible)
             self.finished_workloads_now.set((s.name, role), s.finished)
@@ -360,7 +358,6 @@ class KueueFamilies(LocalQueueFamilies):
                     reserved[key] = reserved.get(key, 0.0) + q.reserved
             for cohort in cohorts:
                 subtree_admitted[cohort] = subtree_admitted.get(cohort, 0) + s.admitted
-        self._cohorts_of = cohorts_of
         for cohort in sorted(set(subtree_quota) | set(subtree_admitted)):
             for (flavor, resource), value in sorted(subtree_quota.get(cohort, {}).items()):
                 self.cohort_subtree_quota.labels(cohort, flavor, resource, role).set(value)
@@ -376,10 +373,13 @@ class KueueFamilies(LocalQueueFamilies):
 
 
 def priority_class_of(workload: Workload | None) -> str:
-    """Upstream's ``priority_class`` label: the Workload's ``spec.priorityClassName``."""
+    """Upstream's ``priority_class`` label: the name in the Workload's
+    ``spec.priorityClassRef`` (v1beta2; upstream's ``workload.PriorityClassName``), "" when
+    it has none. A Workload read as v1beta1 names it in ``spec.priorityClassName``."""
     if workload is None:
         return ""
-    return str(at(workload, "spec").get("priorityClassName") or "")
+    spec = at(workload, "spec")
+    return str(at(spec, "priorityClassRef").get("name") or spec.get("priorityClassName") or "")
 
 
 def local_queue_of(workload: Workload | None) -> tuple[str, str] | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from e2e import binaries
+from e2e.local import upstream_kueue
 from tests.integration.deploy.manifests import REPO, Obj
 
 CHART = REPO / "charts" / "kfed"
@@ -56,3 +57,46 @@ def by_identity(objects: list[Obj]) -> dict[tuple[str, str, str], Obj]:
         (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): comparable(o)
         for o in objects
     }
+
+
+UPSTREAM_RELEASE = "kueue"
+"""The release name of upstream Kueue's chart in its own documentation and in these tests."""
+
+
+def upstream_chart() -> Path:
+    """Upstream Kueue's own chart, in the released module build-kueue.sh copies beside the
+    binary (`make binaries`)."""
+    chart = upstream_kueue.source() / "charts" / "kueue"
+    assert (chart / "Chart.yaml").is_file(), f"no upstream chart at {chart}: run make binaries"
+    return chart
+
+
+def selects(selector: Obj, labels: dict[str, str]) -> bool:
+    """Whether a label selector (matchLabels, matchExpressions) matches ``labels``."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression["key"], expression["operator"]
+        values = expression.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def members(aggregated: Obj, roles: list[Obj]) -> list[Obj]:
+    """The ClusterRoles of ``roles`` that aggregated ClusterRole ``aggregated`` gathers."""
+    selectors = aggregated["aggregationRule"].get("clusterRoleSelectors") or []
+    return [
+        role
+        for role in roles
+        if role["kind"] == "ClusterRole"
+        and role["metadata"]["name"] != aggregated["metadata"]["name"]
+        and any(selects(s, role["metadata"].get("labels") or {}) for s in selectors)
+    ]

@@ -8,6 +8,7 @@ fails the render with its name. No cluster needed."""
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 import pytest
@@ -16,13 +17,18 @@ import yaml
 from manager import configfile
 from manager import main as manager_main
 from manager.api import crdgen
+from manager.federation.webhooks import webhookconfig
 from tests.integration.deploy.chart import (
     CHART,
     CRD_CHART,
+    NAMESPACE,
     TESTBED_VALUES,
+    UPSTREAM_RELEASE,
     by_identity,
     helm,
+    members,
     template,
+    upstream_chart,
 )
 from tests.integration.deploy.manifests import DEPLOY, Obj, container_args, find, render
 from worker_shim import main as shim_main
@@ -80,6 +86,12 @@ TRACING = {
 """Overlays that add the observability stack (deploy/observability, not in the chart): only
 the kfed Deployment is compared."""
 NOT_IN_THE_CHART = {"Namespace"}
+WITH_THE_BUDGETS = (
+    *("--set", "manager.podDisruptionBudget.enabled=true"),
+    *("--set", "worker.podDisruptionBudget.enabled=true"),
+)
+"""deploy/'s bases run two replicas of each side with a PodDisruptionBudget; the chart ships
+the budgets off (as upstream Kueue's chart does): these values add them to every overlay's."""
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +116,7 @@ def test_the_chart_renders_the_objects_of_each_overlay(overlay: str) -> None:
     kustomized = by_identity(
         [o for o in render(DEPLOY / overlay) if o["kind"] not in NOT_IN_THE_CHART]
     )
-    charted = by_identity(template(*AS_OVERLAY[overlay]))
+    charted = by_identity(template(*WITH_THE_BUDGETS, *AS_OVERLAY[overlay]))
 
     assert sorted(kustomized) == sorted(charted), (
         f"only in deploy/{overlay}: {sorted(set(kustomized) - set(charted))}; only in the "
@@ -197,15 +209,12 @@ def test_the_worker_shim_runs_two_leader_electing_replicas_or_fences_only() -> N
 
     assert find(default, "Deployment", "kfed-worker-shim")["spec"]["replicas"] == 2
     assert args.leader_elect is True and args.mode.value == "admit"
-    assert find(default, "PodDisruptionBudget", "kfed-worker-shim")["spec"]["minAvailable"] == 1
     assert (
         shim_main.parse_args(container_args(fence_only, "kfed-worker-shim")).mode.value
         == "fence-only"
     )
-    without_pdb = template(
-        "--set", "side=worker", "--set", "worker.podDisruptionBudget.enabled=false"
-    )  # fmt: skip
-    assert not [o for o in without_pdb if o["kind"] == "PodDisruptionBudget"]
+    with_pdb = template("--set", "side=worker", "--set", "worker.podDisruptionBudget.enabled=true")
+    assert find(with_pdb, "PodDisruptionBudget", "kfed-worker-shim")["spec"]["minAvailable"] == 1
 
 
 def test_secure_metrics_without_prometheus_operator_objects() -> None:
@@ -253,6 +262,7 @@ def test_manager_config_writes_the_file_the_manager_reads(tmp_path: Path) -> Non
         ("webhook.certificates=vault", "webhook.certificates"),
         ("observability.metricsCertificates=vault", "observability.metricsCertificates"),
         ("observability.metricsCertificates=cert-manager", "observability.secureMetrics=true"),
+        ("manager.visibility.apiServices=maybe", "manager.visibility.apiServices"),
     ],
 )
 def test_a_value_kfed_cannot_run_with_fails_the_render_by_name(value: str, named: str) -> None:
@@ -355,3 +365,218 @@ def test_without_cert_manager_the_metrics_certificate_is_the_process_own() -> No
     assert not [o for o in objects if o["kind"] in ("Certificate", "Issuer")]
     assert not [a for a in container_args(objects, "kfed-manager") if "cert-dir" in a]
     assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+
+
+DEPLOYMENTS = {"manager": "kfed-manager", "worker": "kfed-worker-shim"}
+
+
+def pod_labels(objects: list[Obj], deployment: str) -> dict[str, str]:
+    labels: dict[str, str] = find(objects, "Deployment", deployment)["spec"]["template"][
+        "metadata"
+    ]["labels"]
+    return labels
+
+
+@pytest.mark.parametrize("side", sorted(DEPLOYMENTS))
+def test_the_pod_disruption_budget_is_off_by_default_as_upstream_ships_it(side: str) -> None:
+    objects = template("--set", f"side={side}", "--set", f"{side}.replicas=1")
+
+    assert not [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+
+
+@pytest.mark.parametrize("side", sorted(DEPLOYMENTS))
+@pytest.mark.parametrize("min_available", [2, "50%"])
+def test_the_pod_disruption_budget_keeps_the_min_available_of_its_value(
+    side: str, min_available: int | str
+) -> None:
+    objects = template(
+        "--set", f"side={side}", "--set", f"{side}.podDisruptionBudget.enabled=true",
+        "--set", f"{side}.podDisruptionBudget.minAvailable={min_available}",
+    )  # fmt: skip
+    (budget,) = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+
+    assert budget["spec"]["minAvailable"] == min_available
+    selector = budget["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod_labels(objects, DEPLOYMENTS[side]).items()
+
+
+def test_the_service_drops_the_visibility_port_with_the_visibility_api() -> None:
+    on = template()
+    off = template("--set", "manager.visibility.enabled=false")
+
+    def ports(objects: list[Obj]) -> dict[str, int]:
+        service = find(objects, "Service", "kfed-manager")["spec"]
+        return {p["name"]: p["port"] for p in service["ports"]}
+
+    assert ports(on) == {"webhook": 443, "metrics": 8080, "visibility": 8082}
+    assert ports(off) == {"webhook": 443, "metrics": 8080}
+    container = find(off, "Deployment", "kfed-manager")["spec"]["template"]["spec"]["containers"][0]
+    assert set(ports(off)) == {p["name"] for p in container["ports"]}
+    assert "--visibility-port=0" in container_args(off, "kfed-manager")
+    assert not [o for o in off if o["kind"] == "APIService"]
+
+
+def test_the_apiservices_follow_their_value_outside_a_cluster() -> None:
+    """Outside a cluster (helm template) ``auto`` finds no APIService of another owner: both
+    are rendered, for the manager's Service, as with ``true``; ``false`` renders none.
+    tests/integration/deploy/test_chart_beside_upstream_kueue.py installs beside upstream's."""
+    for value, rendered in [("auto", 2), ("true", 2), ("false", 0)]:
+        objects = template("--set", f"manager.visibility.apiServices={value}")
+        found = [o for o in objects if o["kind"] == "APIService"]
+
+        assert len(found) == rendered, value
+        assert all(o["spec"]["service"]["name"] == "kfed-manager" for o in found)
+
+
+EVERY_OBJECT = {
+    "manager": (
+        *("--set", "side=manager", "--set", "manager.podDisruptionBudget.enabled=true"),
+        *("--set", "observability.prometheusOperator=true"),
+        *("--set", "observability.secureMetrics=true"),
+        *("--set", "manager.managerConfig.multiKueue.origin=team-a"),
+    ),
+    "manager-cert-manager": (
+        *("--set", "side=manager", "--set", "webhook.certificates=cert-manager"),
+        *("--set", "observability.prometheusOperator=true"),
+        *("--set", "observability.secureMetrics=true"),
+        *("--set", "observability.metricsCertificates=cert-manager"),
+    ),
+    "worker": (
+        *("--set", "side=worker", "--set", "worker.podDisruptionBudget.enabled=true"),
+        *("--set", "worker.managerRemote.drills=true", "--set", "worker.managerRemote.logs=true"),
+        *("--set", "observability.prometheusOperator=true"),
+        *("--set", "observability.secureMetrics=true"),
+        *("--set", "observability.metricsCertificates=cert-manager"),
+    ),
+}
+"""Values under which each side renders every object it can."""
+KEPT_NAMES = {"kfed-manager-leader", "kfed-worker-shim-leader"}
+"""kfed-* names the processes fix (their leader Leases), named only in descriptions."""
+BUILT_IN_ROLES = {"extension-apiserver-authentication-reader"}
+
+
+@pytest.mark.parametrize("values", sorted(EVERY_OBJECT))
+@pytest.mark.parametrize(
+    ("release", "names", "full"),
+    [
+        ("kfed", ("--set", "fullnameOverride=team-a-fed"), "team-a-fed"),
+        ("team-a", (), "team-a-kfed"),
+        ("kfed-prod", (), "kfed-prod"),
+        ("kfed", ("--set", "nameOverride=batch"), "kfed-batch"),
+    ],
+    ids=["fullnameOverride", "release", "release-with-kfed", "nameOverride"],
+)
+def test_object_names_follow_the_release_s_full_name_and_still_meet(
+    values: str, release: str, names: tuple[str, ...], full: str
+) -> None:
+    text = helm(
+        "template", release, str(CHART), "--namespace", NAMESPACE, *EVERY_OBJECT[values], *names
+    ).stdout
+    objects = [o for o in yaml.safe_load_all(text) if o]
+    by_kind: dict[str, set[str]] = {}
+    for obj in objects:
+        by_kind.setdefault(obj["kind"], set()).add(obj["metadata"]["name"])
+
+    # Every object is named after the release (APIServices after their API), and no line
+    # names a kfed-* object of another full name, but for the names the processes fix.
+    assert not [
+        (o["kind"], o["metadata"]["name"])
+        for o in objects
+        if o["kind"] != "APIService" and not o["metadata"]["name"].startswith(f"{full}-")
+    ]
+    stray = {
+        token
+        for line in text.splitlines()
+        if not line.lstrip().startswith(("#", "helm.sh/chart:"))
+        for token in re.findall(r"(?<![\w./-])kfed-[a-z0-9-]*[a-z0-9]", line)
+        if not token.startswith(f"{full}-") and token not in {full, *KEPT_NAMES}
+    }
+    allowed = {webhookconfig.DEFAULT_CONFIGURATION_NAME} if values == "manager" else set()
+    assert stray <= allowed, "the manager registers its webhook configuration by a fixed name"
+    if values == "manager":
+        (registration,) = [
+            o
+            for o in objects
+            if o["metadata"]["name"] == f"{full}-manager-webhook-registration"
+            and o["kind"] == "ClusterRole"
+        ]
+        assert registration["rules"][1]["resourceNames"] == [
+            webhookconfig.DEFAULT_CONFIGURATION_NAME
+        ]
+
+    # ... and they still find each other.
+    side = "worker" if values == "worker" else "manager"
+    deployment = f"{full}-{DEPLOYMENTS[side].removeprefix('kfed-')}"
+    pod = find(objects, "Deployment", deployment)["spec"]["template"]
+    assert pod["spec"]["serviceAccountName"] in by_kind["ServiceAccount"]
+    for obj in objects:
+        kind, spec = obj["kind"], obj.get("spec") or {}
+        if kind in ("RoleBinding", "ClusterRoleBinding"):
+            ref = obj["roleRef"]
+            assert ref["name"] in by_kind.get(ref["kind"], set()) | BUILT_IN_ROLES, ref
+            for subject in obj["subjects"]:
+                if subject.get("namespace") == NAMESPACE:
+                    assert subject["name"] in by_kind["ServiceAccount"], subject
+        selector = {
+            "Service": spec.get("selector"),
+            "PodDisruptionBudget": (spec.get("selector") or {}).get("matchLabels"),
+            "NetworkPolicy": (spec.get("podSelector") or {}).get("matchLabels"),
+        }.get(kind)
+        if selector:
+            assert selector.items() <= pod["metadata"]["labels"].items(), (kind, selector)
+        if kind == "APIService":
+            assert spec["service"]["name"] in by_kind["Service"]
+        if kind == "ServiceMonitor":
+            labels = [o["metadata"]["labels"] for o in objects if o["kind"] == "Service"]
+            wanted = spec["selector"]["matchLabels"].items()
+            assert any(wanted <= service.items() for service in labels)
+        if kind == "Certificate" and "issuerRef" in spec:
+            assert spec["issuerRef"]["name"] in by_kind["Issuer"] | by_kind.get(
+                "ClusterIssuer", set()
+            )
+    args = container_args(objects, deployment)
+    for flag in [a for a in args if a.startswith("--webhook-service=")]:
+        assert flag.partition("=")[2] in by_kind["Service"]
+    for flag in [a for a in args if a.startswith("--webhook-cert-secret=")]:
+        secret = flag.partition("=")[2]
+        assert any(
+            secret in (rule.get("resourceNames") or [])
+            for o in objects
+            if o["kind"] == "Role"
+            for rule in o["rules"]
+        )
+    for volume in pod["spec"].get("volumes") or []:
+        if "configMap" in volume:
+            assert volume["configMap"]["name"] in by_kind["ConfigMap"]
+
+
+def upstream_cluster_roles() -> list[Obj]:
+    text = helm(
+        "template", UPSTREAM_RELEASE, str(upstream_chart()), "--namespace", NAMESPACE
+    ).stdout
+    return [o for o in yaml.safe_load_all(text) if o and o["kind"] == "ClusterRole"]
+
+
+@pytest.mark.parametrize("side", sorted(DEPLOYMENTS))
+def test_no_role_of_the_chart_is_gathered_into_upstream_kueue_s_roles(side: str) -> None:
+    upstream = upstream_cluster_roles()
+    aggregated = {r["metadata"]["name"]: r for r in upstream if r.get("aggregationRule")}
+    ours = [o for o in template("--set", f"side={side}") if o["kind"] == "ClusterRole"]
+    ours_aggregated = [r for r in ours if r.get("aggregationRule")]
+
+    # Upstream v0.17.0 gathers its roles for people by rbac.kueue.x-k8s.io/batch-admin and
+    # batch-user into these two.
+    assert set(aggregated) == {"kueue-batch-admin-role", "kueue-batch-user-role"}
+    gathered = {
+        name: sorted(m["metadata"]["name"] for m in members(role, ours))
+        for name, role in aggregated.items()
+    }
+    assert gathered == {name: [] for name in aggregated}, "kfed's roles widen upstream's"
+    # kfed's own aggregated roles gather kfed's roles only, never upstream's.
+    assert {r["metadata"]["name"] for r in ours_aggregated} == {
+        "kfed-batch-admin-role",
+        "kfed-batch-user-role",
+    }
+    for role in ours_aggregated:
+        assert not members(role, upstream), role["metadata"]["name"]
+        assert members(role, ours), role["metadata"]["name"]

@@ -131,7 +131,7 @@ async def events_tell_the_article_story(bed: Bed, placed: dict[str, dict[str, An
             api, NS, "Workload", name, ["QuotaReserved", "Dispatched", "MultiKueue", "Admitted"]
         )
         told = {t.reason: t.message for t in story}
-        assert told["MultiKueue"] == f'The workload got reservation on "{cluster}"'
+        assert told["MultiKueue"] == f'The workload was admitted on "{cluster}"'
         assert told["Dispatched"].startswith(f'Sent to "{cluster}": ')
         assert told["Admitted"].startswith("Admitted by ClusterQueue gpu-cq, wait time since")
         assert not [t for t in story if t.type == "Warning"], story

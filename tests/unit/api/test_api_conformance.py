@@ -183,6 +183,31 @@ def test_documented_gaps_are_real(kind: type[KubeObject]) -> None:
         assert path not in ours, f"docs/api.md lists {path} as unsupported, but kfed serves it"
 
 
+OUR_EXTRA_SHORT_NAMES = {"Workload": {"wl"}}
+"""Short names kfed serves beyond upstream v0.19.2's (docs/api.md, Presentation): ``wl``, as
+upstream's development branch has it."""
+
+
+@KINDS
+def test_short_names_and_selectable_fields_are_upstreams(kind: type[KubeObject]) -> None:
+    """Every short name upstream's CRD gives the kind is kfed's too (kfed adds only the ones
+    listed above), and a list may select on the same fields (``selectableFields``)."""
+    if kind.resource.kind in NOT_IN_THE_REFERENCE_COPY:
+        pytest.skip("not in the v0.19.2 copy; test_api_crds pins upstream's short name")
+    path = UPSTREAM / crdgen.file_name(kind)
+    if reason := references.missing(path, "upstream's reference CRD"):
+        pytest.skip(reason)
+    theirs = yaml.safe_load(path.read_text())["spec"]
+    ours = crdgen.crd(kind)["spec"]
+    their_names = set(theirs["names"].get("shortNames", []))
+    our_names = set(ours["names"].get("shortNames", []))
+    assert their_names <= our_names, f"upstream's short names kfed lacks: {their_names - our_names}"
+    assert our_names - their_names == OUR_EXTRA_SHORT_NAMES.get(kind.resource.kind, set())
+    (their_version,) = [v for v in theirs["versions"] if v["name"] == "v1beta2"]
+    (our_version,) = ours["versions"]
+    assert our_version.get("selectableFields", []) == their_version.get("selectableFields", [])
+
+
 def test_the_unsupported_table_names_only_served_kinds() -> None:
     assert set(_unsupported()) <= {k.resource.kind for k in KUEUE_KINDS}
 

@@ -75,6 +75,10 @@ def test_names_scopes_and_columns_are_kueue_like() -> None:
         ("MultiKueueCluster", "mkc"),
         ("MultiKueueConfig", "mkconf"),
         ("Cohort", "co"),
+        # upstream's since v0.18 (kubebuilder markers of topology_types.go and
+        # provisioningrequestconfig_types.go at v0.19.2; not in the reference copy of CRDs)
+        ("Topology", "topo"),
+        ("ProvisioningRequestConfig", "prc"),
     ]:
         assert name in short[kind]
     namespaced = {kind for kind, spec in by_kind.items() if spec["scope"] == "Namespaced"}
@@ -101,6 +105,17 @@ def test_names_scopes_and_columns_are_kueue_like() -> None:
         "MultiKueueCluster",
         "Workload",
     }
+
+
+def test_workloads_are_selectable_by_their_cluster_queue() -> None:
+    """Upstream's one selectable field (v0.18 on): ``kubectl get workloads --field-selector
+    status.admission.clusterQueue=CQ``. No other kind declares any."""
+    selectable = {
+        k.resource.kind: fields
+        for k in KUEUE_KINDS
+        if (fields := crdgen.crd(k)["spec"]["versions"][0].get("selectableFields"))
+    }
+    assert selectable == {"Workload": [{"jsonPath": ".status.admission.clusterQueue"}]}
 
 
 def test_cli_writes_then_checks(tmp_path: Path) -> None:

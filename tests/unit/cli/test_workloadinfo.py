@@ -53,7 +53,7 @@ PLACED = workload(
         {
             "name": "multikueue",
             "state": "Ready",
-            "message": 'The workload got reservation on "worker-2"',
+            "message": 'The workload was admitted on "worker-2"',
         }
     ],
     cluster="worker-2",

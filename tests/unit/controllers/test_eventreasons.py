@@ -123,8 +123,8 @@ def test_unknown_parts_of_a_preemption_message_say_unknown_as_upstream() -> None
 
 def test_multikueue_reservation_reads_as_upstream_s_integration_tests_expect() -> None:
     rec = Capture()
-    told.got_reservation(rec, workload("w"), "worker1")
-    assert rec.told == [("w", "Normal", "MultiKueue", 'The workload got reservation on "worker1"')]
+    told.admitted_on(rec, workload("w"), "worker1")
+    assert rec.told == [("w", "Normal", "MultiKueue", 'The workload was admitted on "worker1"')]
 
 
 def test_a_dispatch_names_the_worker_why_and_where_it_was_before() -> None:

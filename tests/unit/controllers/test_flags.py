@@ -56,3 +56,17 @@ def test_topology_aware_scheduling_is_off_by_default_and_on_when_asked(parse: ob
     assert parse(KUBECONFIG).controller_settings.topology_aware is False
     settings = parse([*KUBECONFIG, "--topology-aware-scheduling"]).controller_settings
     assert settings.topology_aware is True
+
+
+@pytest.mark.parametrize("parse", [manager_args, shim_args])
+def test_finer_pending_reasons_are_off_by_default_as_upstreams_gate(parse: object) -> None:
+    """--unadmitted-workloads-observability is upstream's UnadmittedWorkloadsObservability
+    (beta in v0.19, off by default); it reaches the cluster's state, where the pending-reason
+    writer, the eviction release and the unadmitted-workload gauges read it."""
+    assert callable(parse)
+    assert parse(KUBECONFIG).controller_settings.unadmitted_workloads_observability is False
+    settings = parse([*KUBECONFIG, "--unadmitted-workloads-observability"]).controller_settings
+    assert settings.unadmitted_workloads_observability is True
+    assert ClusterState(object()).unadmitted_workloads_observability is False  # type: ignore[arg-type]
+    state = ClusterState(object(), unadmitted_workloads_observability=True)  # type: ignore[arg-type]
+    assert state.unadmitted_workloads_observability is True

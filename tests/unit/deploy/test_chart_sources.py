@@ -85,6 +85,79 @@ def test_labels_a_component_patches_in_follow_its_value() -> None:
 
     assert (
         '    {{- if and (eq .Values.side "manager") .Values.observability.prometheusOperator }}\n'
-        "    app.kubernetes.io/name: kfed-manager\n"
+        f"    app.kubernetes.io/name: {chartgen.FULLNAME}-manager\n"
         "    {{- end }}\n"
     ) in text
+
+
+def test_kfed_names_become_the_release_s_but_those_the_processes_fix() -> None:
+    line = '  resourceNames: ["kfed-manager-webhook-cert", "kfed-manager-leader"]'
+
+    assert chartgen.release_named(line) == (
+        f'  resourceNames: ["{chartgen.FULLNAME}-manager-webhook-cert", "kfed-manager-leader"]'
+    )
+    assert chartgen.release_named("# kfed-manager in a comment") == "# kfed-manager in a comment"
+    assert chartgen.release_named("    kfed.io/metrics-access: 'true'") == (
+        "    kfed.io/metrics-access: 'true'"
+    )
+    assert chartgen.release_named("    - kfed-manager.{{ .Release.Namespace }}.svc") == (
+        f"    - {chartgen.FULLNAME}-manager.{{{{ .Release.Namespace }}}}.svc"
+    )
+
+
+def test_the_webhook_configuration_the_manager_registers_keeps_its_name() -> None:
+    text = chartgen.rendered()[chartgen.GENERATED / "manager-webhook-shared-secret-rbac.yaml"]
+
+    assert '    resourceNames: ["kfed-manager"]\n' in text
+    assert f'    resourceNames: ["{chartgen.FULLNAME}-manager-webhook-cert"]\n' in text
+
+
+def test_an_optional_item_is_left_out_unless_its_value_holds() -> None:
+    lines = ["  ports:", "    - name: a", "      port: 1", "    - name: b", "      port: 2", "x: 1"]
+
+    assert chartgen.with_optional_items(lines, {"    - name: b": ".Values.b"}, "f") == [
+        "  ports:",
+        "    - name: a",
+        "      port: 1",
+        "    {{- if .Values.b }}",
+        "    - name: b",
+        "      port: 2",
+        "    {{- end }}",
+        "x: 1",
+    ]
+    with pytest.raises(chartgen.ChartGenError, match="OPTIONAL_ITEMS"):
+        chartgen.with_optional_items(lines, {"    - name: c": ".Values.c"}, "f")
+
+
+def test_the_budgets_and_the_service_take_their_values() -> None:
+    rendered = chartgen.rendered()
+    service = rendered[chartgen.GENERATED / "manager-service.yaml"]
+
+    for side in ("manager", "worker"):
+        budget = rendered[chartgen.GENERATED / f"{side}-poddisruptionbudget.yaml"]
+        line = (
+            f'  minAvailable: {{{{ dig "minAvailable" 1 .Values.{side}.podDisruptionBudget }}}}\n'
+        )
+        assert line in budget
+    assert "    {{- if .Values.manager.visibility.enabled }}\n    - name: visibility\n" in service
+    with pytest.raises(chartgen.ChartGenError, match="VALUE_LINES"):
+        chartgen.with_value_lines(["a: 2"], {"a: 1": "a: {{ .Values.a }}"}, "f")
+
+
+def test_apiservices_are_rendered_only_when_no_other_owner_s_exists() -> None:
+    text = chartgen.rendered()[chartgen.GENERATED / "manager-visibility.yaml"]
+
+    for version in ("v1beta1", "v1beta2"):
+        assert (
+            '{{- if include "kfed.rendersAPIService" (dict "root" $ "name" '
+            f'"{version}.visibility.kueue.x-k8s.io") }}}}\n'
+        ) in text
+    assert text.count("{{- end }}") == 3, "the two APIServices' and the file's"
+
+
+def test_no_role_for_people_carries_upstream_kueue_s_aggregation_labels() -> None:
+    text = (chartgen.DEPLOY / "roles" / "user-roles.yaml").read_text()
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+    assert "rbac.kueue.x-k8s.io/" not in code
+    assert "rbac.kfed.io/batch-admin: 'true'" in code

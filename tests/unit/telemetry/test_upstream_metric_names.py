@@ -1,11 +1,11 @@
-"""kfed's /metrics against upstream's: every upstream Kueue v0.17.0 metric that applies to
-kfed, MultiKueue's (newest release, and the two merged since), and controller-runtime's, with
-upstream's names, types, label sets and histogram buckets.
+"""kfed's /metrics against upstream's: every upstream Kueue v0.17.0 and v0.19.2 metric that
+applies to kfed, MultiKueue's (newest release, and the two merged since), and
+controller-runtime's, with upstream's names, types, label sets and histogram buckets.
 
-The list is ``tests/data/upstream-metrics-v0.17.0.json``, extracted from upstream's source
-(``python -m e2e.upstream_metrics``; its ``origin`` says from where). A Metrics object is
-driven through every recording method and state setter, with a real work queue and the
-kube sink installed, and its exposition parsed as Prometheus reads it.
+The lists are ``tests/data/upstream-metrics-v0.17.0.json`` and ``-v0.19.2.json``, extracted
+from upstream's source (``python -m e2e.upstream_metrics``; each one's ``origin`` says from
+where). A Metrics object is driven through every recording method and state setter, with a
+real work queue and the kube sink installed, and its exposition parsed as Prometheus reads it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from manager.kube import instrument
@@ -26,18 +27,22 @@ from manager.telemetry.metrics import (
     LocalQueueUsageSample,
     Metrics,
     QuotaSample,
+    TreeSample,
+    UnadmittedSample,
     WorkerClusterSample,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "upstream-metrics-v0.17.0.json"
+DATA_V0192 = DATA.with_name("upstream-metrics-v0.19.2.json")
+LISTS = pytest.mark.parametrize("data", [DATA, DATA_V0192], ids=lambda p: p.stem[-7:])
 WORKLOAD: dict[str, Any] = {
     "metadata": {"name": "job-a", "namespace": "team-a"},
     "spec": {"queueName": "lq-a", "priorityClassName": "high"},
 }
 
 
-def upstream() -> list[dict[str, Any]]:
-    data = json.loads(DATA.read_text())
+def upstream(path: Path = DATA) -> list[dict[str, Any]]:
+    data = json.loads(path.read_text())
     return [*data["kueue"], *data["multikueue"], *data["controller_runtime"]]
 
 
@@ -108,7 +113,7 @@ def exercise(m: Metrics) -> None:
     )
     m.scheduling_cycle(admitted=1, seconds=0.001)
     m.quota_reserved("gpu-cq", waited=1.5, workload=WORKLOAD)
-    m.admitted("gpu-cq", waited=2.0, workload=WORKLOAD, checks_waited=0.5)
+    m.admitted("gpu-cq", waited=2.0, workload=WORKLOAD, checks_waited=0.5, cohorts=("team", "org"))
     m.evicted("gpu-cq", "Preempted", workload=WORKLOAD)
     m.preempted("gpu-cq", "InClusterQueue")
     m.finished("gpu-cq", workload=WORKLOAD)
@@ -118,6 +123,15 @@ def exercise(m: Metrics) -> None:
     m.set_multikueue_clusters([("gpu-cq", "worker-1", "True")])
     m.set_clusters([WorkerClusterSample("worker-1", active=True, maintenance="cordon")])
     m.rest_request("127.0.0.1:6443", "GET", "200")
+    # upstream's v0.18 and v0.19 additions
+    m.set_queue_tree([TreeSample("gpu-cq", "team", "org")], [TreeSample("team", "org", "org")])
+    m.set_pending_resources({"gpu-cq": {"nvidia.com/gpu": 4.0, "cpu": 0.0}})
+    m.set_unadmitted(
+        [UnadmittedSample("gpu-cq", ("lq-a", "team-a"), "NoReservation", "WaitingForQuota")]
+    )
+    m.eviction_released("gpu-cq", "Preempted", seconds=3.0)
+    m.workload_created("Job", seconds=0.05)
+    m.scheduling_gate_removed("kueue.x-k8s.io/topology", "gpu-cq", seconds=0.2)
 
 
 def scrape(m: Metrics) -> dict[str, dict[str, Any]]:
@@ -157,10 +171,13 @@ def served() -> dict[str, dict[str, Any]]:
         return asyncio.run(run())
 
 
-def test_every_applicable_upstream_metric_is_served_with_upstream_names_types_and_labels() -> None:
+@LISTS
+def test_every_applicable_upstream_metric_is_served_with_upstream_names_types_and_labels(
+    data: Path,
+) -> None:
     got = served()
     problems = []
-    for want in upstream():
+    for want in upstream(data):
         name = want["name"]
         if want.get("not_applicable"):
             if name in got:
@@ -187,13 +204,30 @@ def test_every_applicable_upstream_metric_is_served_with_upstream_names_types_an
     assert not problems, "kfed's /metrics differs from upstream's:\n  " + "\n  ".join(problems)
 
 
-def test_the_data_states_its_origin_and_why_each_skipped_metric_does_not_apply() -> None:
-    data = json.loads(DATA.read_text())
-    assert "sigs.k8s.io/kueue@v0.17.0" in data["origin"]["kueue"]
-    assert data["origin"]["multikueue"]
-    for m in upstream():
+@LISTS
+def test_the_data_states_its_origin_and_why_each_skipped_metric_does_not_apply(
+    data: Path,
+) -> None:
+    loaded = json.loads(data.read_text())
+    version = data.stem.rsplit("-", 1)[1]
+    assert f"sigs.k8s.io/kueue@{version}" in loaded["origin"]["kueue"]
+    assert loaded["origin"]["multikueue"]
+    for m in upstream(data):
         if "not_applicable" in m:
             assert len(m["not_applicable"]) > 20, m["name"]
+
+
+def test_the_newer_list_says_which_release_added_each_metric_the_older_lacks() -> None:
+    """v0.19.2's list against v0.17.0's: what is new carries ``added_in`` (v0.18.0 or
+    v0.19.0), what is not does not, and no v0.17.0 metric is gone."""
+    old = {m["name"] for m in json.loads(DATA.read_text())["kueue"]}
+    new = json.loads(DATA_V0192.read_text())["kueue"]
+    assert old <= {m["name"] for m in new}
+    for m in new:
+        if m["name"] in old:
+            assert "added_in" not in m, m["name"]
+        else:
+            assert m.get("added_in") in ("v0.18.0", "v0.19.0"), m["name"]
 
 
 def test_replica_role_values_are_upstreams() -> None:

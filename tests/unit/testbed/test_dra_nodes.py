@@ -194,7 +194,7 @@ def _argv_of_a_started_cluster(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, dra_on: bool
 ) -> dict[str, list[str]]:
     monkeypatch.setattr(ManagedProcess, "start", lambda self: None)
-    monkeypatch.setattr("e2e.binaries.path_of", lambda name: Path("/bin") / name)
+    monkeypatch.setattr("e2e.binaries.path_of", lambda name, **_: Path("/bin") / name)
     cluster = LocalCluster("w", tmp_path, Ports(1, 2, 3, kwok=4), full=True, dra=dra_on)
     cluster.start_etcd()
     cluster.start_apiserver()

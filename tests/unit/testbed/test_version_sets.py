@@ -1,0 +1,81 @@
+"""The two sets of versions.env (issue #45): the pinned one, the bed's default, and the newest,
+built on demand; a cluster runs the binaries of its own set, so one fleet can mix them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e import binaries
+from e2e.__main__ import _cluster_versions
+from e2e.local.cluster import LocalCluster
+from e2e.local.federation import LocalFederation
+from e2e.local.ports import Ports
+
+
+def as_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def test_the_newest_set_is_a_newer_kubernetes_than_the_pinned_one() -> None:
+    pinned = binaries.read_versions()
+    newest = binaries.read_versions(versions="newest")
+    assert as_tuple(newest.kubernetes) > as_tuple(pinned.kubernetes)
+    assert as_tuple(newest.etcd) >= as_tuple(pinned.etcd)
+    assert as_tuple(newest.kwok) >= as_tuple(pinned.kwok)
+    with pytest.raises(ValueError, match="pinned, newest"):
+        binaries.read_versions(versions="latest")
+
+
+def test_a_missing_newest_binary_says_how_to_build_that_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KFED_CACHE_DIR", str(tmp_path))
+    with pytest.raises(binaries.BinariesMissing, match="KFED_VERSIONS=newest"):
+        binaries.path_of("kube-apiserver", versions="newest")
+    assert not binaries.built("newest")
+
+
+def test_each_cluster_runs_the_binaries_of_its_own_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KFED_CACHE_DIR", str(tmp_path))
+    for versions in binaries.VERSION_SETS:
+        v = binaries.read_versions(versions=versions)
+        for directory, names in (
+            (f"k8s-v{v.kubernetes}", ("kube-apiserver", "kubectl")),
+            (f"etcd-v{v.etcd}", ("etcd",)),
+        ):
+            folder = tmp_path / "bin" / directory
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / ".done").touch()
+            for name in names:
+                (folder / name).touch()
+    old = LocalCluster("w1", tmp_path / "w1", Ports(1, 2, 3))
+    new = LocalCluster("w2", tmp_path / "w2", Ports(4, 5, 6), versions="newest")
+    newest = binaries.read_versions(versions="newest").kubernetes
+    assert f"k8s-v{newest}" in str(new._binary("kube-apiserver"))
+    assert f"k8s-v{newest}" not in str(old._binary("kube-apiserver"))
+    assert LocalCluster.from_state(new.to_state()).versions == "newest"
+
+
+def test_a_mixed_fleet_names_the_set_of_some_clusters(tmp_path: Path) -> None:
+    fed = LocalFederation(
+        "mix",
+        workers=2,
+        root=tmp_path,
+        versions="newest",
+        cluster_versions={"worker-1": "pinned"},
+    )
+    assert {c.name: c.versions for c in fed} == {
+        "manager": "newest",
+        "worker-1": "pinned",
+        "worker-2": "newest",
+    }
+    assert _cluster_versions("worker-1=pinned, manager=newest") == {
+        "worker-1": "pinned",
+        "manager": "newest",
+    }
+    with pytest.raises(ValueError, match="CLUSTER=pinned"):
+        _cluster_versions("worker-1=1.34")
