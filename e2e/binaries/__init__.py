@@ -160,6 +160,13 @@ def kueue_version() -> str:
     return os.environ.get("KUEUE_VERSION") or _pins()["KUEUE_VERSION"]
 
 
+def kueue_versions() -> tuple[str, str]:
+    """Upstream Kueue's two versions in versions.env: the pinned one (KUEUE_VERSION) and the
+    newest (NEWEST_KUEUE_VERSION, built by ``make binaries-newest``)."""
+    pins = _pins()
+    return pins["KUEUE_VERSION"], pins["NEWEST_KUEUE_VERSION"]
+
+
 def promtool_path() -> Path:
     """Path of promtool built by build-promtool.sh at the pinned ``PROMETHEUS_VERSION`` (or
     ``$PROMETHEUS_VERSION``); raises BinariesMissing when it has not been built yet."""

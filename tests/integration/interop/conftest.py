@@ -1,6 +1,7 @@
-"""The interop bed: kfed and upstream Kueue (``cmd/kueue`` at the pinned version, built from
-its Go module by ``e2e/binaries/build-kueue.sh``) federating with each other on real control
-planes. Four full clusters, for this package only:
+"""The interop bed: kfed and upstream Kueue (``cmd/kueue`` at each version of versions.env
+that is built: KUEUE_VERSION by ``make binaries``, NEWEST_KUEUE_VERSION by ``make
+binaries-newest``; from its Go module by ``e2e/binaries/build-kueue.sh``) federating with each
+other on real control planes. Four full clusters, for this package only:
 
     manager    kfed's CRDs; kfed's manager (in-process, started per test)
     worker-1   upstream's CRDs and upstream Kueue: a worker of kfed's manager
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +59,8 @@ class InteropClusters:
     proxies: dict[str, CuttableProxy]
     """Between kfed's manager and each of its workers (worker-1, worker-3)."""
     kueue: dict[str, upstream_kueue.UpstreamKueue]
+    version: str
+    """Upstream Kueue's version on this bed."""
 
 
 def _require_upstream_kueue() -> None:
@@ -114,15 +118,34 @@ def _federate_gpu_cq(fed: LocalFederation, cluster: str) -> None:
     )  # fmt: skip
 
 
+@pytest.fixture(scope="package", params=binaries.kueue_versions(), ids=lambda v: f"kueue-v{v}")
+def kueue_version(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each upstream Kueue of versions.env in turn (the pinned one, then the newest): the
+    interop bed runs against one at a time. Upstream's binary, CRDs and manifests are looked
+    up by ``$KUEUE_VERSION`` (as build-kueue.sh reads it), set here for the bed's lifetime."""
+    version = str(request.param)
+    before = os.environ.get("KUEUE_VERSION")
+    os.environ["KUEUE_VERSION"] = version
+    try:
+        yield version
+    finally:
+        if before is None:
+            os.environ.pop("KUEUE_VERSION", None)
+        else:
+            os.environ["KUEUE_VERSION"] = before
+
+
 @pytest.fixture(scope="package")
-def interop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InteropClusters]:
+def interop(
+    kueue_version: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[InteropClusters]:
     _require_upstream_kueue()
     fed = LocalFederation(
         "interop",
         workers=3,
         full=True,
         nodes_file=NODES,
-        root=tmp_path_factory.mktemp("kfed-interop"),
+        root=tmp_path_factory.mktemp(f"kfed-interop-{kueue_version}"),
         tie_to_parent=True,
     )
     fed.up()
@@ -157,7 +180,7 @@ def interop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InteropCluster
         _register_kfed_worker_on_kueue(fed)
         for name in (KFED_MANAGER, KUEUE_MANAGER):
             _federate_gpu_cq(fed, name)
-        yield InteropClusters(fed, proxies, running)
+        yield InteropClusters(fed, proxies, running, kueue_version)
     finally:
         for proxy in proxies.values():
             proxy.stop()

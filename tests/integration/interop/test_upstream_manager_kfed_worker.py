@@ -20,7 +20,12 @@ from manager.kube.api import KubeApi
 from tests.integration.controllers.helpers import condition
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed
-from tests.integration.interop.conftest import KFED_WORKER, KFED_WORKER_ON_KUEUE, KUEUE_ORIGIN
+from tests.integration.interop.conftest import (
+    KFED_WORKER,
+    KFED_WORKER_ON_KUEUE,
+    KUEUE_ORIGIN,
+    InteropClusters,
+)
 from tests.integration.interop.recording import WorkerRecord
 
 pytestmark = pytest.mark.full
@@ -55,7 +60,7 @@ async def complete(api: KubeApi, job_name: str) -> bool:
 
 
 async def test_upstream_kueue_manager_runs_the_article_jobs_on_a_kfed_worker(
-    bed: Bed, kueue_manager: KubeApi
+    bed: Bed, kueue_manager: KubeApi, interop: InteropClusters
 ) -> None:
     await bed.start_shim(KFED_WORKER)
     worker = bed.worker_apis[KFED_WORKER]
@@ -86,9 +91,11 @@ async def test_upstream_kueue_manager_runs_the_article_jobs_on_a_kfed_worker(
             wl = await workload_of(kueue_manager, name)
             assert ws.status_of(wl)["clusterName"] == KFED_WORKER_ON_KUEUE
             state, message = checkstatus.check_state(wl, CHECK)
+            # v0.19 renamed "got reservation on" to "was admitted on" (upstream #13124).
+            words = "got reservation on" if interop.version == "0.17.0" else "was admitted on"
             assert (state, message) == (
                 "Ready",
-                f'The workload got reservation on "{KFED_WORKER_ON_KUEUE}"',
+                f'The workload {words} "{KFED_WORKER_ON_KUEUE}"',
             )
             finished = condition(wl, "Finished")
             assert finished is not None and finished["status"] == "True"
