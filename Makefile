@@ -34,14 +34,16 @@ binaries:
 	wait $$helm || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries: a build failed (see above)" >&2; exit 1; }
 
-## binaries-newest: the second set of versions.env (NEWEST_*: Kubernetes, etcd, kwok, and
-## upstream Kueue with its scheduler harness), for mixed-version fleets (`python -m e2e up
+## binaries-newest: the second set of versions.env (NEWEST_*: Kubernetes, etcd, kwok, the
+## workers' operators, and upstream Kueue with its scheduler harness), for mixed-version fleets (`python -m e2e up
 ## --versions newest`) and interop with the newest Kueue; those tests run only where it is built. Not part of `make binaries`: a cold CI run stays inside its budget.
 binaries-newest:
-	@KFED_VERSIONS=newest bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
-	KUEUE_VERSION=$$(sed -n 's/^NEWEST_KUEUE_VERSION=//p' e2e/binaries/versions.env) \
-	  bash e2e/binaries/build-kueue.sh kueue harness >/dev/null & kueue=$$!; \
-	failed=0; wait $$kube || failed=1; wait $$kueue || failed=1; \
+	@newest() { sed -n "s/^NEWEST_$$1=//p" e2e/binaries/versions.env; }; \
+	KFED_VERSIONS=newest bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
+	KUEUE_VERSION=$$(newest KUEUE_VERSION) bash e2e/binaries/build-kueue.sh kueue harness >/dev/null & kueue=$$!; \
+	JOBSET_VERSION=$$(newest JOBSET_VERSION) TRAINER_VERSION=$$(newest TRAINER_VERSION) \
+	  KUBERAY_VERSION=$$(newest KUBERAY_VERSION) bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
+	failed=0; wait $$kube || failed=1; wait $$kueue || failed=1; wait $$ops || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries-newest: a build failed (see above)" >&2; exit 1; }
 
 ## browser: Debian's chromium, for the dashboard test (headless)

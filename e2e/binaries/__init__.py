@@ -58,10 +58,13 @@ def read_versions(path: Path = VERSIONS_FILE, *, versions: str = "pinned") -> Ve
 
 
 def built(versions: str) -> bool:
-    """Whether every binary of a set is built (the version-skew tests run only where it is)."""
+    """Whether every binary of a set is built, its operators too (the version-skew tests run
+    only where it is)."""
     try:
         for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok"):
             path_of(name, versions=versions)
+        for operator in OPERATOR_BINARIES:
+            operator_path(operator, versions=versions)
     except BinariesMissing:
         return False
     return True
@@ -115,21 +118,26 @@ def operator_missing(problem: str) -> BinariesMissing:
     )
 
 
-def operator_dir(name: str) -> Path:
-    """Directory of a built operator (jobset, trainer, kuberay): its binary, crds/ and, for
-    some, webhook/ and runtimes/; raises BinariesMissing when it has not been built yet."""
+def operator_dir(name: str, *, versions: str = "pinned") -> Path:
+    """Directory of a built operator (jobset, trainer, kuberay) of a set of versions: its
+    binary, crds/ and, for some, webhook/ and runtimes/; raises BinariesMissing when it has
+    not been built yet."""
     if name not in OPERATOR_BINARIES:
         raise KeyError(f"no operator {name!r}; known: {', '.join(OPERATOR_BINARIES)}")
+    if versions not in VERSION_SETS:
+        raise ValueError(f"versions must be one of {', '.join(VERSION_SETS)}, not {versions!r}")
     pin, binary = OPERATOR_BINARIES[name]
-    directory = cache_dir() / "bin" / f"{name}-v{_pins()[pin]}"
+    prefix = "NEWEST_" if versions == "newest" else ""
+    directory = cache_dir() / "bin" / f"{name}-v{_pins()[prefix + pin]}"
     if not (directory / ".done").exists() or not (directory / binary).exists():
-        raise operator_missing(f"operator {name} ({binary}) is not built in {directory}")
+        how = " (the newest set: `make binaries-newest`)" if versions == "newest" else ""
+        raise operator_missing(f"operator {name} ({binary}) is not built in {directory}{how}")
     return directory
 
 
-def operator_path(name: str) -> Path:
+def operator_path(name: str, *, versions: str = "pinned") -> Path:
     """Path of a built operator's binary; raises BinariesMissing when it is not built."""
-    return operator_dir(name) / OPERATOR_BINARIES[name][1]
+    return operator_dir(name, versions=versions) / OPERATOR_BINARIES[name][1]
 
 
 # What build-kueue.sh builds per target, in bin/kueue-v<version>/ beside src/ (the module).

@@ -62,6 +62,8 @@ class LocalCluster:
     versions: str = "pinned"
     """Which set of versions.env its binaries come from (``binaries.VERSION_SETS``): a
     mixed-version fleet runs clusters of both."""
+    operator_versions: str | None = None
+    """Which set its batch operators come from; None: ``versions``'s."""
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
 
     # -- files -------------------------------------------------------------------------
@@ -136,6 +138,11 @@ class LocalCluster:
         self._kwok_logs_config.write_text(yaml.safe_dump(cluster_logs))
 
     # -- processes ---------------------------------------------------------------------
+
+    @property
+    def operators_set(self) -> str:
+        """The set of versions.env its operators (JobSet, trainer, KubeRay) come from."""
+        return self.operator_versions or self.versions
 
     def _binary(self, name: str) -> Path:
         return binaries.path_of(name, versions=self.versions)
@@ -429,6 +436,7 @@ class LocalCluster:
             "full": self.full,
             "dra": self.dra,
             "versions": self.versions,
+            "operator_versions": self.operator_versions,
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
             "nodes": [n.to_state() for n in self.nodes],
@@ -448,6 +456,7 @@ class LocalCluster:
             nodes=[NodeGroup.from_state(n) for n in state["nodes"]],
             dra=state.get("dra", False),
             versions=state.get("versions", "pinned"),
+            operator_versions=state.get("operator_versions"),
         )
         for role, p in state["processes"].items():
             proc = ManagedProcess(

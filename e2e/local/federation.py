@@ -67,6 +67,7 @@ class LocalFederation:
         dra: bool | None = None,
         versions: str = "pinned",
         cluster_versions: Mapping[str, str] | None = None,
+        operator_versions: str | None = None,
     ) -> None:
         """``operators`` (any of jobset, trainer, kuberay; needs ``full``) run on every
         worker; the manager gets their CRDs only, since kfed itself acts there. ``dra``
@@ -74,7 +75,8 @@ class LocalFederation:
         feature gates, the resource-claim controller, and DeviceClasses and ResourceSlices
         for the node groups with ``devices:`` (e2e/local/dra.py). ``versions`` is the set of
         versions.env the clusters run (``pinned`` or ``newest``); ``cluster_versions`` names
-        another for some of them (a mixed-version fleet)."""
+        another for some of them (a mixed-version fleet); ``operator_versions`` the set every
+        cluster's operators come from (default: each cluster's own)."""
         self.name = name
         self.directory = (root or state_root()) / name
         self.full = full
@@ -99,6 +101,7 @@ class LocalFederation:
                 tie_to_parent=tie_to_parent,
                 dra=self.dra,
                 versions=(cluster_versions or {}).get(cluster_name, versions),
+                operator_versions=operator_versions,
             )
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -107,7 +110,8 @@ class LocalFederation:
         """Start every cluster, wait until all are ready; returns the seconds it took.
         On failure everything started is stopped again before the error propagates."""
         say = _printer(progress)
-        ops.require_built(self.operators)  # BinariesMissing before anything starts
+        for versions in sorted({c.operators_set for c in self.clusters.values()}):
+            ops.require_built(self.operators, versions)  # BinariesMissing before anything starts
         cleanup_directory(self.directory)
         self.directory.mkdir(parents=True)
         started = time.monotonic()

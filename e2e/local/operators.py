@@ -92,22 +92,22 @@ def check_names(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(n for n in OPERATORS if n in wanted)
 
 
-def webhook_file(name: str) -> Path | None:
+def webhook_file(name: str, versions: str = "pinned") -> Path | None:
     """The module's webhook manifests.yaml beside the binary (jobset and trainer have one)."""
     if name == "kuberay":  # its webhooks are off unless ENABLE_WEBHOOKS=true
         return None
-    path = binaries.operator_dir(name) / "webhook" / "manifests.yaml"
+    path = binaries.operator_dir(name, versions=versions) / "webhook" / "manifests.yaml"
     if not path.exists():
         # A cache built before build-operators.sh copied them: the script adds them.
         raise binaries.operator_missing(f"operator {name} has no webhook manifests {path}")
     return path
 
 
-def require_built(names: Iterable[str]) -> None:
+def require_built(names: Iterable[str], versions: str = "pinned") -> None:
     """Raise BinariesMissing (naming build-operators.sh) before anything starts."""
     for name in names:
-        binaries.operator_path(name)
-        webhook_file(name)
+        binaries.operator_path(name, versions=versions)
+        webhook_file(name, versions)
 
 
 def webhook_configurations(
@@ -134,8 +134,15 @@ def webhook_configurations(
 
 
 def install_crds(cluster: LocalCluster, names: Iterable[str]) -> None:
-    """Apply the operators' CRDs and wait until they are Established. Idempotent."""
-    apply_crd_directories(cluster, [binaries.operator_dir(n) / "crds" for n in check_names(names)])
+    """Apply the operators' CRDs (of the cluster's set of versions) and wait until they are
+    Established. Idempotent."""
+    apply_crd_directories(
+        cluster,
+        [
+            binaries.operator_dir(n, versions=cluster.operators_set) / "crds"
+            for n in check_names(names)
+        ],
+    )
 
 
 def apply_crd_directories(
@@ -199,7 +206,7 @@ class ClusterOperators:
             argv, env = self._command(
                 name, serving, health=health, metrics=metrics, webhook=webhook
             )
-            manifests = webhook_file(name)
+            manifests = webhook_file(name, self.cluster.operators_set)
             if manifests is not None:
                 hooks += webhook_configurations(
                     manifests.read_text(), prefix=name, port=webhook, ca_pem=ca.pair.cert_pem
@@ -213,7 +220,7 @@ class ClusterOperators:
     def _command(
         self, name: str, serving: pki.KeyPair, *, health: int, metrics: int, webhook: int
     ) -> tuple[list[str], dict[str, str] | None]:
-        binary = str(binaries.operator_path(name))
+        binary = str(binaries.operator_path(name, versions=self.cluster.operators_set))
         kubeconfig = f"--kubeconfig={self.cluster.kubeconfig}"
         home = self.directory / name
         if name == "kuberay":
@@ -306,7 +313,8 @@ class ClusterOperators:
                 what=f"{self.cluster.name}: JobSet webhooks serving",
             )
         if "trainer" in self.names:
-            runtimes = binaries.operator_dir("trainer") / "runtimes"
+            trainer = binaries.operator_dir("trainer", versions=self.cluster.operators_set)
+            runtimes = trainer / "runtimes"
             docs = [
                 d
                 for f in sorted(runtimes.glob("*.yaml"))

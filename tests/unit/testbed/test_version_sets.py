@@ -79,3 +79,27 @@ def test_a_mixed_fleet_names_the_set_of_some_clusters(tmp_path: Path) -> None:
     }
     with pytest.raises(ValueError, match="CLUSTER=pinned"):
         _cluster_versions("worker-1=1.34")
+
+
+def test_a_clusters_operators_follow_its_set_unless_the_fleet_names_one(tmp_path: Path) -> None:
+    fed = LocalFederation(
+        "ops",
+        workers=1,
+        root=tmp_path,
+        versions="newest",
+        cluster_versions={"worker-1": "pinned"},
+    )
+    assert {c.name: c.operators_set for c in fed} == {"manager": "newest", "worker-1": "pinned"}
+    pinned_ops = LocalFederation("ops2", workers=1, root=tmp_path, versions="newest",
+                                 operator_versions="pinned")  # fmt: skip
+    assert {c.operators_set for c in pinned_ops} == {"pinned"}
+    restored = LocalCluster.from_state(pinned_ops.cluster("worker-1").to_state())
+    assert (restored.versions, restored.operators_set) == ("newest", "pinned")
+
+
+def test_a_missing_newest_operator_says_how_to_build_that_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KFED_CACHE_DIR", str(tmp_path))
+    with pytest.raises(binaries.BinariesMissing, match="make binaries-newest"):
+        binaries.operator_dir("trainer", versions="newest")
