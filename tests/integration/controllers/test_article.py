@@ -164,10 +164,13 @@ async def test_one_gpu_of_quota_runs_three_light_jobs_one_at_a_time(
     finished_order: list[str] = []
 
     async def all_done() -> bool:
+        # One list, a snapshot: reading the Workloads one by one can see a finished job's
+        # successor admitted beside a stale read of the job before it finished.
         running = 0
-        for name in names:
-            wl = await workload_of(api, NS, name)
-            if wl is None:
+        for wl in (await api.list(R.WORKLOADS, NS))["items"]:
+            owners = {o.get("name") for o in wl["metadata"].get("ownerReferences") or []}
+            (name,) = owners & set(names) or {None}
+            if name is None:
                 continue
             if ws.is_finished(wl):
                 if name not in finished_order:

@@ -1,6 +1,6 @@
 """A fleet of two Kubernetes minors (issue #45 item 2): the manager and worker-2 on the
 newest set of versions.env (Kubernetes 1.37), worker-1 and worker-3 on the pinned one (1.34);
-the pinned JobSet 0.10, Trainer 2.1 and KubeRay 1.5 on every worker; worker-1 has RTX A1000
+the pinned JobSet 0.10 and Trainer 2.1 on every worker; worker-1 has RTX A1000
 nodes, worker-2 and worker-3 H100s. Each kind runs to Complete on the manager from a worker of
 either version, its status copied back without a validation error on either side, and a Job
 fails over from one version to the other, never running twice.
@@ -67,7 +67,7 @@ def mixed(
         full=True,
         root=_state_root(tmp_path_factory),
         tie_to_parent=True,
-        operators=("jobset", "trainer", "kuberay"),
+        operators=("jobset", "trainer"),
         # Trainer 2.3 (the newest set's) replaced podTemplateOverrides by runtimePatches, which
         # kfed's TrainJob adapter does not write yet (#45 item 4): the pinned operators
         # everywhere, which run on 1.37 as they do on 1.34.
@@ -164,7 +164,7 @@ async def test_the_fleet_runs_two_kubernetes_minors(bed: Bed) -> None:
         assert got["gitVersion"] == f"v{wanted}", (cluster, got)
     for worker in bed.worker_apis:
         running = bed.fed.cluster(worker).processes
-        assert {"jobset", "trainer", "kuberay"} <= set(running), worker
+        assert {"jobset", "trainer"} <= set(running), worker
 
 
 @pytest.mark.parametrize("kind", [BATCH_JOB, JOBSET, TRAINJOB], ids=lambda k: k.resource.kind)
