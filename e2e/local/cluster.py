@@ -22,6 +22,7 @@ import yaml
 
 from e2e import binaries
 from e2e.local import dra, kwoknodes, pki
+from e2e.local.errors import ClusterStartError, KubectlError
 from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION, NodeGroup
 from e2e.local.pki import kubeconfig_dict
 from e2e.local.ports import Ports, free_ports
@@ -30,22 +31,6 @@ from e2e.local.process import ManagedProcess
 STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
 POD_LOG_TEMPLATE = Path(__file__).with_name("kwok-pod.log")
 """What every container of a full cluster logs (CRI log format), until a test appends more."""
-
-
-# Nodes kwok manages carry this annotation; kwok leaves every other node alone.
-class KubectlError(subprocess.CalledProcessError):
-    """kubectl failed; the message carries what kubectl said."""
-
-    def __init__(self, result: subprocess.CompletedProcess[str]) -> None:
-        super().__init__(result.returncode, result.args, result.stdout, result.stderr)
-
-    def __str__(self) -> str:
-        args = " ".join(str(a) for a in self.cmd[2:])
-        return f"kubectl {args} failed ({self.returncode}): {(self.stderr or '').strip()}"
-
-
-class ClusterStartError(RuntimeError):
-    """A control-plane process did not come up; the message carries its log tail."""
 
 
 @dataclass
@@ -60,10 +45,8 @@ class LocalCluster:
     """Full mode with DRA: the alpha DRA gates on (``dra.FEATURE_GATES``), the
     resource-claim controller running, DeviceClasses and ResourceSlices from ``nodes``."""
     versions: str = "pinned"
-    """Which set of versions.env its binaries come from (``binaries.VERSION_SETS``): a
-    mixed-version fleet runs clusters of both."""
-    operator_versions: str | None = None
-    """Which set its batch operators come from; None: ``versions``'s."""
+    """The set of versions.env its binaries come from (a mixed fleet runs both)."""
+    operator_versions: str | None = None  # see operators_set
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
 
     # -- files -------------------------------------------------------------------------
@@ -141,7 +124,7 @@ class LocalCluster:
 
     @property
     def operators_set(self) -> str:
-        """The set of versions.env its operators (JobSet, trainer, KubeRay) come from."""
+        """The set its operators come from: ``operator_versions``, else ``versions``."""
         return self.operator_versions or self.versions
 
     def _binary(self, name: str) -> Path:

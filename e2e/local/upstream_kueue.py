@@ -27,7 +27,8 @@ import yaml
 from e2e import binaries
 from e2e.local import operators as ops
 from e2e.local import pki
-from e2e.local.cluster import ClusterStartError, LocalCluster
+from e2e.local.cluster import LocalCluster
+from e2e.local.errors import ClusterStartError
 from e2e.local.ports import free_ports
 from e2e.waiting import wait_for_sync
 
