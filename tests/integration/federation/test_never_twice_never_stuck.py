@@ -1094,14 +1094,17 @@ async def test_a_job_that_ended_before_its_shim_wrote_it_down_is_recorded_never_
     completes, longer when it is busy. The manager came back to the worker in between, judged
     the copy unfinished and not placed there any more, and collected it with its completed
     Job: the job ran again elsewhere. Now the run counts as ended when either says so. Here
-    the shim's controllers are stopped (its fencing runs on), so nothing ever writes the end
-    on the copy; the other H100 worker is full, so the moved workload waits meanwhile."""
+    the shim's controllers are stopped, so nothing ever writes the end on the copy; the other
+    H100 worker is full, so the moved workload waits meanwhile. Its fencing is stopped too:
+    in CI a busy worker once took longer to mark the Job Complete than the cut lease's 4.5 s,
+    and the fence stopped the Job first (the bug is about a run that did end)."""
     bed = article_bed
     await start(bed)
     api = bed.manager_api
     async with RunWatch(bed.worker_apis, NS) as runs:
         first = await short_heavy_job_running_beside_a_full_worker(bed, runs)
         await bed.stop(f"shim/{first}")  # nothing writes the end of the run on the copy now
+        await bed.stop(f"fencing/{first}")  # nor stops the run before it ends
         bed.proxies[first].cut()
         try:
             worker = bed.worker_apis[first]
