@@ -80,6 +80,7 @@ async def test_a_field_selector_lists_only_that_cluster_queues_admitted_workload
             return (found[0], "b2" if found[0] == "b1" else "b1")
 
         pair = await wait_for(one_of_b_admitted, timeout=30, what="one of b1, b2 admitted")
+        assert pair is not None
         first, second = pair
         first_wl = await admitted(first)
         assert first_wl is not None
