@@ -208,7 +208,10 @@ def _upstream(
     return warnings
 
 
-GATES_ACTED_ON = {"UnadmittedWorkloadsObservability": "unadmitted_workloads_observability"}
+GATES_ACTED_ON = {
+    "UnadmittedWorkloadsObservability": "unadmitted_workloads_observability",
+    "MultiKueueManagerQuotaAutomation": "manager_quota_automation",
+}
 """Kueue feature gates that switch something kfed has (its flag's dest): the gate's value
 sets it; every other gate is named in a warning."""
 

@@ -39,7 +39,9 @@ class MultiKueueConfigSpec(KubeModel):
     """MultiKueueCluster names, in order of preference (the order matters for
     incremental dispatch)."""
     quota_management: QuotaManagement | None = None
-    """``Manual`` (what kfed does) or upstream's alpha ``Automated``. Stored, not acted on."""
+    """``Manual`` (the default: quotas as written) or ``Automated``: the nominal quota of each
+    manager ClusterQueue whose MultiKueue check names this config follows the sum of its
+    workers' (upstream's alpha MultiKueueManagerQuotaAutomation; docs/federation.md)."""
 
 
 class QuotaManagement(StrEnum):

@@ -1,6 +1,7 @@
 """The manager's federation, wired: the manager cluster's own controllers (global queues),
 the worker registry, the dispatcher and its loops (rescan of waiting workloads, garbage
-collection, AdmissionCheck status)."""
+collection, AdmissionCheck status), and the manager quotas that follow the workers
+(``engine/managerquota.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
 from manager.federation.decisions import checkstatus, colocation
 from manager.federation.engine.dispatch import Dispatcher
+from manager.federation.engine.managerquota import ManagerQuota
 from manager.federation.engine.statuswrites import StatusWrites
 from manager.federation.settings import FederationSettings
 from manager.federation.workers.registry import ClusterRegistry
@@ -59,6 +61,12 @@ class FederationController:
         self.registry = ClusterRegistry(api, self.settings, status=self.status, clock=clock)
         self.dispatcher = Dispatcher(self.manager, self.registry, self.settings, clock=clock)
         self.registry.listen(self.dispatcher)
+        self.manager_quota = (
+            ManagerQuota(self.manager.state, self.registry, self.status)
+            if self.settings.manager_quota_automation
+            else None
+        )
+        """Manager quotas that follow the workers (``quotaManagement: Automated``)."""
         self.manager.device_catalogue = self.device_catalogue
         self.ready = asyncio.Event()
         self._places: dict[str, colocation.Places] = {}
@@ -104,6 +112,10 @@ class FederationController:
                     self._admission_check_status_loop(), name="admissioncheck-status"
                 ),
             ]
+            if self.manager_quota is not None:
+                # After every worker had its first chance to connect: before, a worker not
+                # connected yet would take its share away for nothing.
+                tasks.append(asyncio.create_task(self.manager_quota.run(), name="manager-quota"))
             for key in list(self.manager.state.workloads.cache):
                 self.dispatcher.queue.add(key)
             self.ready.set()

@@ -222,6 +222,14 @@ class FederationSettings:
         parse=duration,
         metavar="DURATION",
     )
+    manager_quota_automation: bool = knob(
+        True,
+        "--manager-quota-automation",
+        "keep the nominal quota of a manager ClusterQueue whose MultiKueueConfig asks for "
+        "quotaManagement: Automated equal to the sum of its workers' (Kueue's "
+        "MultiKueueManagerQuotaAutomation feature gate, alpha and off by default there: with "
+        "--no-manager-quota-automation such ClusterQueues are left alone, as Kueue leaves them)",
+    )
     credentials_warning: float = knob(
         6 * 3600.0,
         "--credentials-warning",

@@ -25,14 +25,18 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "upstream-config"
 RELEASES = ("v0.17.0", "v0.18.6", "v0.19.2")
 
 NOT_FEDERATED_BEFORE_V019 = (
-    "kubeflow.org/mpijob, ray.io/rayjob, ray.io/rayservice, kubeflow.org/paddlejob, "
-    "kubeflow.org/pytorchjob, kubeflow.org/tfjob, kubeflow.org/xgboostjob, kubeflow.org/jaxjob, "
+    "ray.io/rayjob, ray.io/rayservice, kubeflow.org/paddlejob, "
+    "kubeflow.org/tfjob, kubeflow.org/xgboostjob, kubeflow.org/jaxjob, "
     "workload.codeflare.dev/appwrapper, pod, deployment, statefulset, "
     "leaderworkerset.x-k8s.io/leaderworkerset"
 )
 NOT_FEDERATED_V019 = (  # v0.19.2's file leaves the Kubeflow training operators' jobs out
-    "kubeflow.org/mpijob, ray.io/rayjob, ray.io/rayservice, workload.codeflare.dev/appwrapper, "
+    "ray.io/rayjob, ray.io/rayservice, workload.codeflare.dev/appwrapper, "
     "pod, deployment, statefulset, leaderworkerset.x-k8s.io/leaderworkerset"
+)
+KFED_ALL = (
+    "batch/job, jobset.x-k8s.io/jobset, ray.io/raycluster, trainer.kubeflow.org/trainjob, "
+    "kubeflow.org/pytorchjob, kubeflow.org/mpijob"
 )
 RELEASE_FILE_WARNS = [
     "health.healthProbeBindAddress",
@@ -42,7 +46,14 @@ RELEASE_FILE_WARNS = [
     "controller.groupKindConcurrency",
     "integrations.frameworks",
 ]
-KFED_KINDS = "batch/job,ray.io/raycluster,jobset.x-k8s.io/jobset,trainer.kubeflow.org/trainjob"
+KFED_KINDS_BEFORE_V019 = (
+    "batch/job,kubeflow.org/mpijob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
+    "kubeflow.org/pytorchjob,trainer.kubeflow.org/trainjob"
+)
+KFED_KINDS_V019 = (
+    "batch/job,kubeflow.org/mpijob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
+    "trainer.kubeflow.org/trainjob"
+)
 
 
 def upstream(name: str) -> Path:
@@ -72,54 +83,53 @@ def warning_of(args: object, path: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("release", "not_federated", "qps", "burst"),
+    ("release", "not_federated", "kept", "qps", "burst"),
     [
-        ("v0.17.0", NOT_FEDERATED_BEFORE_V019, 50.0, 100),
-        ("v0.18.6", NOT_FEDERATED_BEFORE_V019, 50.0, 100),
-        ("v0.19.2", NOT_FEDERATED_V019, 300.0, 500),
+        ("v0.17.0", NOT_FEDERATED_BEFORE_V019, KFED_KINDS_BEFORE_V019, 50.0, 100),
+        ("v0.18.6", NOT_FEDERATED_BEFORE_V019, KFED_KINDS_BEFORE_V019, 50.0, 100),
+        ("v0.19.2", NOT_FEDERATED_V019, KFED_KINDS_V019, 300.0, 500),
     ],
     ids=RELEASES,
 )
 def test_upstreams_example_configuration_starts_the_manager_naming_what_kfed_ignores(
-    release: str, not_federated: str, qps: float, burst: int
+    release: str, not_federated: str, kept: str, qps: float, burst: int
 ) -> None:
     config = release_file(release)
     args = start(config)
     assert warned(args, config) == RELEASE_FILE_WARNS
     assert warning_of(args, "integrations.frameworks").endswith(
         f"integrations.frameworks: {not_federated}: Kueue integrations kfed does not federate; "
-        "ignored (kfed's: batch/job, jobset.x-k8s.io/jobset, ray.io/raycluster, "
-        "trainer.kubeflow.org/trainjob)"
+        f"ignored (kfed's: {KFED_ALL})"
     )
     assert warning_of(args, "webhook.port").endswith(
         "webhook.port: Kueue's setting has no equivalent in kfed; ignored"
     )
     # what kfed acts on is taken
     assert (args.kube_api_qps, args.kube_api_burst) == (qps, burst)  # type: ignore[attr-defined]
-    assert args.integrations == KFED_KINDS  # type: ignore[attr-defined]
+    assert args.integrations == kept  # type: ignore[attr-defined]
     controllers = args.controller_settings  # type: ignore[attr-defined]
-    assert controllers.integrations == tuple(KFED_KINDS.split(","))
+    assert controllers.integrations == tuple(kept.split(","))
     assert controllers.fair_sharing is None  # the file leaves fairSharing out (commented)
 
 
 def test_upstreams_multikueue_manager_configuration_starts_the_manager() -> None:
-    """v1beta2's fairSharing is on by being there (it has no `enable`); tls and featureGates
-    are Kueue's alone."""
+    """v1beta2's fairSharing is on by being there (it has no `enable`); tls is Kueue's alone,
+    its one feature gate (manager quota automation) is kfed's too."""
     config = upstream("v0.19.2-e2e-multikueue-baseline.yaml")
     args = start(config)
     assert warned(args, config) == [
         "metrics.enableClusterQueueResources",
         "controller.groupKindConcurrency",
         "integrations.frameworks",
-        "featureGates.MultiKueueManagerQuotaAutomation",
         "tls.minVersion",
         "tls.cipherSuites",
     ]
     assert warning_of(args, "integrations.frameworks").endswith(
         "integrations.frameworks: pod, deployment, statefulset: Kueue integrations kfed does not "
-        "federate; ignored (kfed's: batch/job, jobset.x-k8s.io/jobset, ray.io/raycluster, "
-        "trainer.kubeflow.org/trainjob)"
+        f"federate; ignored (kfed's: {KFED_ALL})"
     )
+    # featureGates.MultiKueueManagerQuotaAutomation: true is acted on (docs/federation.md).
+    assert args.manager_quota_automation is True  # type: ignore[attr-defined]
     controllers = args.controller_settings  # type: ignore[attr-defined]
     assert controllers.fair_sharing is not None
     assert [s.value for s in controllers.fair_sharing.preemption_strategies] == [
@@ -399,3 +409,23 @@ def test_the_unadmitted_workloads_observability_gate_turns_kfeds_switch_on(
         controllers = args.controller_settings  # type: ignore[attr-defined]
         assert controllers.unadmitted_workloads_observability is value
         assert warned(args, config) == ["featureGates.TopologyAwareScheduling"]
+
+
+def test_the_manager_quota_automation_gate_is_kfeds_switch(tmp_path: Path) -> None:
+    """Upstream's alpha ``MultiKueueManagerQuotaAutomation`` gate is kfed's
+    ``--manager-quota-automation``: on unless the file (or the flag) turns it off, since
+    ``quotaManagement: Automated`` on a MultiKueueConfig already asks for it."""
+    text = (
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
+        "kind: Configuration\n"
+        "featureGates: {MultiKueueManagerQuotaAutomation: GATE}\n"
+    )
+    for value in (True, False):
+        config = tmp_path / f"quota-gate-{value}.yaml"
+        config.write_text(text.replace("GATE", str(value).lower()))
+        args = start(config)
+        assert args.manager_quota_automation is value  # type: ignore[attr-defined]
+        assert warned(args, config) == []
+    config = tmp_path / "no-gates.yaml"
+    config.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
+    assert start(config).manager_quota_automation is True  # type: ignore[attr-defined]
