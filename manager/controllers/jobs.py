@@ -332,7 +332,8 @@ class JobController:
     async def _start(self, job: Obj, wl: Obj) -> None:
         current: Obj | None = job
         placements = jobplacement.placements(wl, self.state.flavors.get)
-        for patch in self.kind.run_patches(job, placements):
+        kind = await self.kind.on_cluster(self.state.api)
+        for patch in kind.run_patches(job, placements):
             if current is None:
                 return  # gone meanwhile
             current = await self._patch_job(current, patch)
@@ -342,7 +343,8 @@ class JobController:
     async def _restore(self, job: Obj, wl: Obj) -> None:
         """Put back the templates the job was submitted with (kept in its Workload), once its
         controller has stopped its pods after the suspension."""
-        patch = self.kind.restore_patch(job, jobplacement.submitted(wl))
+        kind = await self.kind.on_cluster(self.state.api)
+        patch = kind.restore_patch(job, jobplacement.submitted(wl))
         if patch is not None:
             await self._patch_job(job, patch)
 

@@ -5,21 +5,26 @@ namespace) lives in another object: ``with_references`` reads it before the pod 
 
 What the TrainJob changes in its runtime's JobSet, and so in the pod sets: the trainer job
 (the replicated job its runtime labels ``trainjob-ancestor-step: trainer``) runs ``numNodes``
-pods with ``resourcesPerNode`` on its ``node`` container, and ``podTemplateOverrides`` set
-node selectors and tolerations per replicated job.
+pods with ``resourcesPerNode`` on its ``node`` container, and its ``podTemplateOverrides``
+(Trainer 2.1) or ``runtimePatches`` (Trainer 2.2 and after) change the replicated jobs'
+templates (``trainjob_overrides``).
 
-The flavors are written as podTemplateOverrides of kfed's own (marked by an annotation), one
-per pod set, and removed on eviction; the trainer accepts changes to them only while the
-TrainJob is suspended, so they are written first and the TrainJob resumed after
-(``run_patches``)."""
+The flavors are written in the shape the cluster's TrainJob CRD has (read once per cluster
+and kept a while, ``served_shape``: the manager and each worker may run another Trainer):
+podTemplateOverrides of kfed's own (marked by an annotation), one per pod set, or a runtime
+patch of kfed's own (manager ``kfed.io/admission``); they are removed on eviction. The
+trainer accepts changes to them only while the TrainJob is suspended, so they are written
+first and the TrainJob resumed after (``run_patches``)."""
 
 from __future__ import annotations
 
 import copy
+import logging
+import time
+import weakref
 from collections.abc import Mapping
-from typing import Any
 
-from manager.api.view import annotations_of, at, items
+from manager.api.view import at, items
 from manager.controllers.jobkinds.base import (
     JobKind,
     MissingReference,
@@ -31,9 +36,23 @@ from manager.controllers.jobkinds.base import (
     outcome_of_conditions,
 )
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.trainjob_overrides import (
+    OVERRIDES,
+    PATCHES,
+    SHAPES,
+    Shape,
+    apply_overrides,
+    apply_runtime_patches,
+    placements_in,
+    shape_of,
+    with_placements,
+    without_ours,
+)
 from manager.kube import errors
 from manager.kube.api import KubeApi
-from manager.kube.resources import Resource
+from manager.kube.resources import CRDS, Resource
+
+log = logging.getLogger(__name__)
 
 TRAINJOBS = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", True)
 CLUSTER_TRAINING_RUNTIMES = Resource(
@@ -45,12 +64,16 @@ TRAINING_RUNTIMES = Resource(
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER_STEP = "trainer"
 NODE_CONTAINER = "node"
-ADMISSION_OVERRIDE = "kfed.io/admission"
-"""Annotation on the podTemplateOverrides kfed writes (its pods carry it too): they hold the
-admission's flavors and are kfed's to replace and remove."""
 RUNTIME_KEY = "kfed.io/runtime"
 """Where ``with_references`` puts the runtime's spec in its copy of a TrainJob (never sent to
 the API)."""
+TRAINJOB_CRD = "trainjobs.trainer.kubeflow.org"
+SHAPE_TTL = 300.0
+"""Seconds a cluster's TrainJob shape is kept before its CRD is read again (a Trainer
+upgraded in place is seen within this)."""
+_SHAPES: weakref.WeakKeyDictionary[KubeApi, tuple[float, Shape | None]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class TrainJobKind(JobKind):
@@ -58,6 +81,19 @@ class TrainJobKind(JobKind):
     workload_prefix = "trainjob"
     default_managed_by = "trainer.kubeflow.org/trainjob-controller"
     pod_label = JOBSET.pod_label  # its pods are its JobSet's, named after it
+
+    def __init__(self, shape: Shape | None = None) -> None:
+        self.shape = shape
+        """Where it writes the flavors: podTemplateOverrides or runtimePatches; None (the
+        registered adapter): where the object already has entries, else podTemplateOverrides.
+        ``on_cluster`` gives the adapter of the shape a cluster serves."""
+
+    def __repr__(self) -> str:
+        return f"<TrainJobKind {self.shape or 'by object'}>"
+
+    async def on_cluster(self, api: KubeApi) -> JobKind:
+        shape = await served_shape(api)
+        return _BY_SHAPE[shape] if shape is not None else self
 
     async def with_references(self, job: Obj, api: KubeApi) -> Obj:
         ref = at(job, "spec", "runtimeRef")
@@ -87,137 +123,98 @@ class TrainJobKind(JobKind):
         return any(int(s.get("active") or 0) > 0 for s in statuses)
 
     def spec_for_worker(self, job: Obj) -> Obj:
+        # The user's overrides or patches travel; kfed's are the manager's placement (the
+        # worker writes its own, in the shape its Trainer takes).
         spec = super().spec_for_worker(job)
-        users = user_overrides(spec)
-        if users:
-            spec["podTemplateOverrides"] = users
-        else:
-            spec.pop("podTemplateOverrides", None)
+        without_ours(spec)
         return spec
 
-    # -- the flavors, as podTemplateOverrides of kfed's own --------------------------------
+    # -- the flavors, as overrides or a runtime patch of kfed's own ------------------------
+
+    def shape_for(self, job: Obj) -> Shape:
+        return self.shape or shape_of(at(job, "spec")) or OVERRIDES
 
     def with_templates(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> Obj:
         changed = copy.deepcopy(job)
-        ours = [admission_override(name, p) for name, p in sorted(placements.items())]
-        overrides = user_overrides(at(changed, "spec")) + [o for o in ours if o]
         spec = changed.setdefault("spec", {})
-        if overrides:
-            spec["podTemplateOverrides"] = overrides
-        else:
-            spec.pop("podTemplateOverrides", None)
+        with_placements(spec, placements, self.shape_for(job))
         return changed
 
     def run_patches(self, job: Obj, placements: Mapping[str, PodSetPlacement]) -> list[Obj]:
-        overrides = merge_patch(job, self.with_templates(job, placements))
-        return [p for p in (overrides, self.suspend_fields(False)) if p]
+        placed = merge_patch(job, self.with_templates(job, placements))
+        return [p for p in (placed, self.suspend_fields(False)) if p]
 
     def restore_patch(self, job: Obj, originals: Mapping[str, PodSetPlacement]) -> Obj | None:
-        # The submitted templates live in the runtime and the user's overrides, which kfed
-        # never changes: removing its own overrides restores them.
+        # The submitted templates live in the runtime and the user's overrides or patches,
+        # which kfed never changes: removing its own restores them.
         return merge_patch(job, self.with_templates(job, {})) or None
 
     def placements_of(self, job: Obj) -> dict[str, PodSetPlacement]:
-        return {
-            target["name"]: PodSetPlacement(
-                dict(at(o, "spec", "nodeSelector")),
-                list(items(o, "spec", "tolerations")),
-            )
-            for o in items(job, "spec", "podTemplateOverrides")
-            if _is_ours(o)
-            for target in items(o, "targetJobs")
-        }
+        return placements_in(at(job, "spec"))
 
 
 def child_jobset_spec(job: Obj) -> Obj:
     """The spec of the JobSet the trainer makes for this TrainJob (as ``with_references``
-    left it), as far as its pods go: the runtime's, with the TrainJob's node count, node
-    resources and podTemplateOverrides applied."""
+    left it), as far as its pods go: the runtime's with the TrainJob's runtime patches
+    applied, then its node count, node resources and podTemplateOverrides."""
     if RUNTIME_KEY not in job:
         raise MissingReference("its runtime was not read (TrainJobKind.with_references)")
     runtime: Obj = job[RUNTIME_KEY]
     spec = copy.deepcopy(dict(at(runtime, "template", "spec")))
-    trainer = at(job, "spec", "trainer")
+    job_spec = at(job, "spec")
+    apply_runtime_patches(spec, job_spec)
+    trainer = at(job_spec, "trainer")
     num_nodes = trainer.get("numNodes") or at(runtime, "mlPolicy").get("numNodes") or 1
-    overrides = items(job, "spec", "podTemplateOverrides")
     for rj in spec.get("replicatedJobs") or []:
-        job_template = rj.setdefault("template", {})
-        labels = at(job_template, "metadata", "labels")
-        job_spec = job_template.setdefault("spec", {})
-        pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
-        if labels.get(ANCESTOR_LABEL) == TRAINER_STEP:
-            job_spec["parallelism"] = job_spec["completions"] = int(num_nodes)
+        template = rj.setdefault("template", {})
+        replicated_spec = template.setdefault("spec", {})
+        pod_spec = replicated_spec.setdefault("template", {}).setdefault("spec", {})
+        if at(template, "metadata", "labels").get(ANCESTOR_LABEL) == TRAINER_STEP:
+            replicated_spec["parallelism"] = replicated_spec["completions"] = int(num_nodes)
             if trainer.get("resourcesPerNode"):
                 for container in pod_spec.get("containers") or []:
                     if container.get("name") == NODE_CONTAINER:
                         container["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
-        for override in overrides:
-            if rj.get("name") not in {t.get("name") for t in items(override, "targetJobs")}:
-                continue
-            _merge_override_metadata(job_spec["template"], at(override, "metadata"))
-            o_spec = at(override, "spec")
-            if o_spec.get("nodeSelector"):
-                pod_spec["nodeSelector"] = {
-                    **at(pod_spec, "nodeSelector"),
-                    **o_spec["nodeSelector"],
-                }
-            if o_spec.get("tolerations"):
-                pod_spec["tolerations"] = [
-                    *items(pod_spec, "tolerations"),
-                    *o_spec["tolerations"],
-                ]
-            if o_spec.get("schedulingGates"):
-                names = {g.get("name") for g in o_spec["schedulingGates"]}
-                pod_spec["schedulingGates"] = [
-                    *(g for g in items(pod_spec, "schedulingGates") if g.get("name") not in names),
-                    *o_spec["schedulingGates"],
-                ]
+        apply_overrides(rj, job_spec)
     return spec
 
 
-def _merge_override_metadata(template: Obj, metadata: Mapping[str, Any]) -> None:
-    """An override's labels and annotations over the runtime template's, as the trainer
-    merges them (a topology request may come either way)."""
-    for field in ("labels", "annotations"):
-        if metadata.get(field):
-            meta = template.setdefault("metadata", {})
-            meta[field] = {**at(meta, field), **metadata[field]}
+async def served_shape(api: KubeApi) -> Shape | None:
+    """Where the TrainJobs of ``api``'s cluster take a placement: ``runtimePatches`` when its
+    TrainJob CRD has that field (Trainer 2.2 and after), ``podTemplateOverrides`` when it has
+    that one; None when the CRD may not be read (the object decides, ``TrainJobKind.shape``).
+    Read from the CRD's schema, kept ``SHAPE_TTL`` seconds per client."""
+    now = time.monotonic()
+    kept = _SHAPES.get(api)
+    if kept is not None and now - kept[0] < SHAPE_TTL:
+        return kept[1]
+    try:
+        shape = shape_of_crd(await api.get(CRDS, TRAINJOB_CRD))
+    except (errors.Forbidden, errors.NotFound) as err:
+        # Not readable by this identity: decided by the object. Any other error (the API
+        # server unreachable a moment) propagates, so that the job waits for an answer.
+        log.warning(
+            "cannot read the CustomResourceDefinition %s (%s): a TrainJob's flavors go where "
+            "it has entries already, else into podTemplateOverrides",
+            TRAINJOB_CRD,
+            err,
+        )
+        shape = None
+    _SHAPES[api] = (now, shape)
+    return shape
 
 
-def _is_ours(override: Obj) -> bool:
-    return ADMISSION_OVERRIDE in annotations_of(override)
-
-
-def user_overrides(spec: Mapping[str, Any]) -> list[Obj]:
-    return [o for o in items(spec, "podTemplateOverrides") if not _is_ours(o)]
-
-
-def admission_override(pod_set: str, placement: PodSetPlacement) -> Obj | None:
-    """kfed's override for one pod set: its flavors' node selector and tolerations, and for
-    a pod set placed by topology its labels, annotations and scheduling gates (the trainer
-    merges them over the runtime's, so the topology gate and labels reach its pods)."""
-    spec: Obj = {}
-    if placement.node_selector:
-        spec["nodeSelector"] = dict(placement.node_selector)
-    if placement.tolerations:
-        spec["tolerations"] = list(placement.tolerations)
-    if placement.scheduling_gates:
-        spec["schedulingGates"] = list(placement.scheduling_gates)
-    metadata: Obj = {}
-    if placement.labels:
-        metadata["labels"] = dict(placement.labels)
-    if placement.annotations:
-        metadata["annotations"] = dict(placement.annotations)
-    if not spec and not metadata:
-        return None
-    annotations = {**at(metadata, "annotations"), ADMISSION_OVERRIDE: "flavors"}
-    override: Obj = {
-        "targetJobs": [{"name": pod_set}],
-        "metadata": {**metadata, "annotations": annotations},
-    }
-    if spec:
-        override["spec"] = spec
-    return override
+def shape_of_crd(crd: Obj) -> Shape | None:
+    """The shape the TrainJob CRD's schema of ``v1alpha1`` has (None: neither field)."""
+    for version in items(crd, "spec", "versions"):
+        if version.get("name") != TRAINJOBS.version:
+            continue
+        fields = at(version, "schema", "openAPIV3Schema", "properties", "spec", "properties")
+        for shape in (PATCHES, OVERRIDES):
+            if shape in fields:
+                return shape
+    return None
 
 
 TRAINJOB = TrainJobKind()
+_BY_SHAPE: dict[Shape, TrainJobKind] = {shape: TrainJobKind(shape) for shape in SHAPES}

@@ -1,9 +1,12 @@
-"""A fleet of two Kubernetes minors (issue #45 item 2): the manager and worker-2 on the
-newest set of versions.env (Kubernetes 1.37), worker-1 and worker-3 on the pinned one (1.34);
-the pinned JobSet 0.10 and Trainer 2.1 on every worker; worker-1 has RTX A1000
-nodes, worker-2 and worker-3 H100s. Each kind runs to Complete on the manager from a worker of
-either version, its status copied back without a validation error on either side, and a Job
-fails over from one version to the other, never running twice.
+"""A fleet of two Kubernetes minors (issue #45 items 2 and 4): the manager and worker-2 on the
+newest set of versions.env (Kubernetes 1.37, JobSet 0.12, Trainer 2.3: the manager has their
+CRDs, worker-2 runs them), worker-1 and worker-3 on the pinned one (1.34, JobSet 0.10,
+Trainer 2.1); worker-1 has RTX A1000 nodes, worker-2 and worker-3 H100s. Each kind runs to
+Complete on the manager from a worker of either version, its status copied back without a
+validation error on either side; a TrainJob's flavors go into kfed's own podTemplateOverrides
+on a worker of Trainer 2.1 and into a runtime patch of its own on one of Trainer 2.3, which
+eviction removes (the user's kept). A Job fails over from one version to the other, never
+running twice.
 
 The newest set is built on demand (``make binaries-newest``): where it is not built these
 tests skip and say so."""
@@ -11,11 +14,13 @@ tests skip and say so."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from e2e import binaries
 from e2e.local.crds import install_crds
@@ -26,7 +31,17 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.jobset import JOBSET
-from manager.controllers.jobkinds.trainjob import TRAINJOB
+from manager.controllers.jobkinds.trainjob import (
+    CLUSTER_TRAINING_RUNTIMES,
+    TRAINJOB,
+    served_shape,
+)
+from manager.controllers.jobkinds.trainjob_overrides import (
+    ADMISSION_MANAGER,
+    OVERRIDES,
+    PATCHES,
+    Shape,
+)
 from manager.federation.decisions import checkstatus
 from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 from manager.kube import errors
@@ -37,7 +52,7 @@ from tests.integration.controllers.builders import jobset
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed, register_workers
 from tests.integration.federation.runs import RunWatch
-from tests.integration.federation.test_job_kinds import example, install_runtime
+from tests.integration.federation.test_job_kinds import example
 
 pytestmark = [
     pytest.mark.full,
@@ -55,6 +70,17 @@ MODEL_OF = {"worker-1": "rtx-a1000", "worker-2": "h100"}
 """The worker each kind's two jobs are sent to (an RTX job can only go to worker-1; an H100
 job is allowed only on worker-2 by its allowed-clusters annotation): one of each version."""
 H100_WORKERS = ("worker-2", "worker-3")
+SHAPE_OF: dict[str, Shape] = {
+    "manager": PATCHES,
+    "worker-1": OVERRIDES,
+    "worker-2": PATCHES,
+    "worker-3": OVERRIDES,
+}
+"""Where each cluster's TrainJobs take placements: its set's Trainer (2.3: runtimePatches,
+2.1: podTemplateOverrides)."""
+USERS_PATCH = "example.com/ml-team"
+"""The ``manager`` of the user's own runtime patch."""
+RUNTIME_FILE = "torch_distributed.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +93,8 @@ def mixed(
         full=True,
         root=_state_root(tmp_path_factory),
         tie_to_parent=True,
+        # Each cluster's operators (the manager's CRDs) come from its own set.
         operators=("jobset", "trainer"),
-        # Trainer 2.3 (the newest set's) replaced podTemplateOverrides by runtimePatches, which
-        # kfed's TrainJob adapter does not write yet (#45 item 4): the pinned operators
-        # everywhere, which run on 1.37 as they do on 1.34.
-        operator_versions="pinned",
         dra=False,
         versions="newest",
         cluster_versions={"worker-1": "pinned", "worker-3": "pinned"},
@@ -132,12 +155,72 @@ def job_of(kind: JobKind, name: str, model: str, delay_ms: int) -> Obj:
     body["metadata"]["name"] = name
     body["spec"]["trainer"]["numNodes"] = 1
     body["spec"]["trainer"]["resourcesPerNode"]["requests"].update({"cpu": "1", "memory": "1Gi"})
-    override = body["spec"]["podTemplateOverrides"][0]
-    override["spec"]["nodeSelector"] = {"gpu.model": model}
-    override["metadata"] = {
-        "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": str(delay_ms)}
+    # The manager's TrainJob CRD is Trainer 2.3's: the example's override, as the user's
+    # own runtime patch (a worker of Trainer 2.1 drops it; kfed's flavors place the pods).
+    del body["spec"]["podTemplateOverrides"]
+    template = {
+        "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": str(delay_ms)}},
+        "spec": {"nodeSelector": {"gpu.model": model}},
     }
+    replicated = {"name": "node", "template": {"spec": {"template": template}}}
+    body["spec"]["runtimePatches"] = [
+        {
+            "manager": USERS_PATCH,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [replicated]}}},
+        }
+    ]
     return body
+
+
+async def install_manager_runtime(api: KubeApi) -> None:
+    """The trainer's stock torch-distributed ClusterTrainingRuntime on the manager, of the
+    manager's Trainer (the bed installs each worker's own)."""
+    path = binaries.operator_dir("trainer", versions="newest") / "runtimes" / RUNTIME_FILE
+    (runtime,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    assert (
+        runtime["metadata"]["name"] == example("trainjob-h100.yaml")["spec"]["runtimeRef"]["name"]
+    )
+    with contextlib.suppress(errors.AlreadyExists):
+        await api.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+
+
+async def kfeds_placement(api: KubeApi, name: str, shape: Shape) -> Obj | None:
+    """The TrainJob ``name`` of this cluster once it is resumed with kfed's own entry in
+    ``shape`` (None before)."""
+    try:
+        job = await api.get(TRAINJOB.resource, name, NS)
+    except errors.NotFound:
+        return None
+    spec = job["spec"]
+    if shape == PATCHES:
+        written = any(p.get("manager") == ADMISSION_MANAGER for p in spec.get(PATCHES) or [])
+    else:
+        written = bool(spec.get(OVERRIDES))
+    return job if written and spec.get("suspend") is False else None
+
+
+async def check_trainjob_shapes(bed: Bed, names: dict[str, str]) -> None:
+    """While they run: the manager's TrainJob and each worker's copy carry kfed's placement
+    in the shape of that cluster's Trainer, and nothing in the other; the user's patch is
+    kept where the CRD has runtimePatches, kfed's last."""
+    for worker, name in names.items():
+        for cluster in ("manager", worker):
+            api = bed.manager_api if cluster == "manager" else bed.worker_apis[worker]
+            shape = SHAPE_OF[cluster]
+            job = await wait_for(
+                lambda a=api, n=name, s=shape: kfeds_placement(a, n, s),  # type: ignore[misc]
+                timeout=60,
+                what=f"{name} resumed on {cluster} with kfed's {shape}",
+            )
+            assert job is not None
+            spec = job["spec"]
+            other = OVERRIDES if shape == PATCHES else PATCHES
+            assert other not in spec, (cluster, spec)
+            placed = TRAINJOB.placements_of(job)["node"]
+            assert placed.node_selector.get("gpu.model") == MODEL_OF[worker], (cluster, spec)
+            if shape == PATCHES:
+                managers = [p["manager"] for p in spec[PATCHES]]
+                assert managers == [USERS_PATCH, ADMISSION_MANAGER], (cluster, managers)
 
 
 async def placed_on(api: KubeApi, kind: JobKind, name: str) -> str | None:
@@ -165,6 +248,9 @@ async def test_the_fleet_runs_two_kubernetes_minors(bed: Bed) -> None:
     for worker in bed.worker_apis:
         running = bed.fed.cluster(worker).processes
         assert {"jobset", "trainer"} <= set(running), worker
+    for cluster, shape in SHAPE_OF.items():
+        api = bed.manager_api if cluster == "manager" else bed.worker_apis[cluster]
+        assert await served_shape(api) == shape, cluster
 
 
 @pytest.mark.parametrize("kind", [BATCH_JOB, JOBSET, TRAINJOB], ids=lambda k: k.resource.kind)
@@ -177,11 +263,13 @@ async def test_each_kind_completes_on_the_manager_from_a_worker_of_either_versio
     refused write would leave the manager's object without its outcome)."""
     api = bed.manager_api
     if kind is TRAINJOB:
-        await install_runtime(api)
+        await install_manager_runtime(api)
     await bed.start_federation()
     names = {worker: f"{kind.workload_prefix}-on-{worker}" for worker in MODEL_OF}
+    # A TrainJob's pods run longer: its copies are looked at while they run.
+    delay_ms = 15_000 if kind is TRAINJOB else 3000
     for worker, name in names.items():
-        body = job_of(kind, name, MODEL_OF[worker], 3000)
+        body = job_of(kind, name, MODEL_OF[worker], delay_ms)
         body["metadata"].setdefault("annotations", {})[ALLOWED_CLUSTERS_ANNOTATION] = worker
         await api.create(kind.resource, body, NS)
     for worker, name in names.items():
@@ -191,6 +279,8 @@ async def test_each_kind_completes_on_the_manager_from_a_worker_of_either_versio
             what=f"{name} placed",
         )
         assert where == worker, f"{name} is allowed only on {worker}"
+    if kind is TRAINJOB:
+        await check_trainjob_shapes(bed, names)
     for name in names.values():
         done = await wait_for(
             lambda n=name: outcome(api, kind, n),  # type: ignore[misc]
@@ -240,3 +330,40 @@ async def test_a_job_fails_over_from_one_kubernetes_version_to_the_other_once(be
     assert not runs.double_runs(), "probe ran on two workers at once"
     assert runs.clusters_of("probe") == {first, other}
     assert {VERSION_OF[first], VERSION_OF[other]} == {PINNED, NEWEST}
+
+
+async def test_a_trainjob_evicted_under_trainer_2_3_loses_kfeds_runtime_patch_only(
+    bed: Bed,
+) -> None:
+    """On worker-2 (Trainer 2.3) alone: a TrainJob queued there runs with kfed's runtime
+    patch; its Workload deactivated while its pods run, it is suspended and, once its pods
+    are gone, kfed's patch is removed (the trainer's webhook allows that only then) and the
+    user's kept; activated again, it runs to Complete."""
+    worker = "worker-2"
+    wapi = bed.worker_apis[worker]
+    await bed.start_shim(worker)
+    name = "evicted-trainjob"
+    await wapi.create(TRAINJOB.resource, job_of(TRAINJOB, name, "h100", 20_000), NS)
+    await wait_for(lambda: kfeds_placement(wapi, name, PATCHES), timeout=60, what=f"{name} resumed")
+
+    async def pods_running() -> Obj | None:
+        job = await wapi.get(TRAINJOB.resource, name, NS)
+        return job if TRAINJOB.is_active(job) else None
+
+    job = await wait_for(pods_running, timeout=60, what=f"{name}'s pods running")
+    assert job is not None
+    wl_name = TRAINJOB.workload_name(name, job["metadata"]["uid"])
+    await wapi.patch(R.WORKLOADS, wl_name, {"spec": {"active": False}}, NS)
+
+    async def restored() -> list[str] | None:
+        spec = (await wapi.get(TRAINJOB.resource, name, NS))["spec"]
+        managers = [p["manager"] for p in spec.get(PATCHES) or []]
+        return managers if spec.get("suspend") is True and managers == [USERS_PATCH] else None
+
+    await wait_for(restored, timeout=90, what=f"{name} suspended, kfed's patch removed")
+    await wapi.patch(R.WORKLOADS, wl_name, {"spec": {"active": True}}, NS)
+    await wait_for(
+        lambda: kfeds_placement(wapi, name, PATCHES), timeout=60, what=f"{name} resumed again"
+    )
+    done = await wait_for(lambda: outcome(wapi, TRAINJOB, name), timeout=180, what=f"{name} ended")
+    assert done is True
