@@ -42,7 +42,9 @@ binaries-newest:
 	KFED_VERSIONS=newest bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
 	KUEUE_VERSION=$$(newest KUEUE_VERSION) bash e2e/binaries/build-kueue.sh kueue harness >/dev/null & kueue=$$!; \
 	JOBSET_VERSION=$$(newest JOBSET_VERSION) TRAINER_VERSION=$$(newest TRAINER_VERSION) \
-	  KUBERAY_VERSION=$$(newest KUBERAY_VERSION) bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
+	  KUBERAY_VERSION=$$(newest KUBERAY_VERSION) \
+	  TRAINING_OPERATOR_VERSION=$$(newest TRAINING_OPERATOR_VERSION) \
+	  MPI_OPERATOR_VERSION=$$(newest MPI_OPERATOR_VERSION) bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
 	failed=0; wait $$kube || failed=1; wait $$kueue || failed=1; wait $$ops || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries-newest: a build failed (see above)" >&2; exit 1; }
 

@@ -308,7 +308,7 @@ class Fencing:
         time); then shorten those pods' grace, and delete any pod still running once
         ``release_wait`` is over (the job could not be suspended: such a pod may count as a
         failure, never as the job's result)."""
-        selectors = [f"{kind.pod_label}={job['metadata']['name']}" for kind, job in jobs]
+        selectors = [kind.pod_selector(job["metadata"]["name"]) for kind, job in jobs]
         if self.settings.mode is ShimMode.FENCE_ONLY:
             try:
                 jobs = await self._not_suspended_by_kueue(namespace, jobs)

@@ -109,6 +109,8 @@ OPERATOR_BINARIES: dict[str, tuple[str, str]] = {
     "jobset": ("JOBSET_VERSION", "jobset"),
     "trainer": ("TRAINER_VERSION", "trainer-controller-manager"),
     "kuberay": ("KUBERAY_VERSION", "ray-operator"),
+    "training-operator": ("TRAINING_OPERATOR_VERSION", "training-operator"),
+    "mpi-operator": ("MPI_OPERATOR_VERSION", "mpi-operator"),
 }
 
 
@@ -119,7 +121,7 @@ def operator_missing(problem: str) -> BinariesMissing:
 
 
 def operator_dir(name: str, *, versions: str = "pinned") -> Path:
-    """Directory of a built operator (jobset, trainer, kuberay) of a set of versions: its
+    """Directory of a built operator (``OPERATOR_BINARIES``) of a set of versions: its
     binary, crds/ and, for some, webhook/ and runtimes/; raises BinariesMissing when it has
     not been built yet."""
     if name not in OPERATOR_BINARIES:

@@ -4,12 +4,17 @@
 #   jobset                      sigs.k8s.io/jobset                            (module root main.go)
 #   trainer-controller-manager  github.com/kubeflow/trainer/v2                (cmd/trainer-controller-manager)
 #   ray-operator                github.com/ray-project/kuberay/ray-operator   (module root main.go)
+#   training-operator           github.com/kubeflow/training-operator         (cmd/training-operator.v1)
+#   mpi-operator                github.com/kubeflow/mpi-operator              (cmd/mpi-operator)
 # into $KFED_CACHE_DIR/bin/<name>-v<version>/ (default ~/.cache/kfed), with the module's CRD
 # YAMLs copied beside the binary in crds/ (for the trainer, also its stock ClusterTrainingRuntimes
 # in runtimes/; for jobset and the trainer, also the module's webhook manifests.yaml in webhook/).
 # All three pin k8s.io/* v0.34.1 and controller-runtime v0.22, the same minor as the test bed's
 # Kubernetes; trainer v2.1.0 itself requires sigs.k8s.io/jobset v0.10.1, so the JobSet pin
-# follows it.
+# follows it. The Kubeflow v1 training-operator (PyTorchJob, kubeflow.org/v1) and the MPI
+# operator v2 (MPIJob, kubeflow.org/v2beta1) pin k8s.io/* v0.31 and controller-runtime v0.19.
+# Both ship an mpijobs.kubeflow.org CRD (v1 and v2beta1): only the MPI operator's is kept (the
+# training-operator then runs without its MPIJob scheme: --enable-scheme).
 #
 # Each one is built inside a copy of its released module, with that module's own go.mod and
 # go.sum (-mod=readonly): the exact dependency set upstream released. `go install module@version`
@@ -21,7 +26,10 @@
 # $KFED_CACHE_DIR/build/<name>-v<version>.log and is shown if it fails.
 # Versions are pinned in versions.env; JOBSET_VERSION, TRAINER_VERSION, KUBERAY_VERSION in the
 # environment override them (no leading v).
-# Prints the three bin directories last, ':'-separated (jobset:trainer:kuberay).
+# TRAINING_OPERATOR_VERSION and MPI_OPERATOR_VERSION likewise. Positional arguments build only
+# the operators named (jobset trainer kuberay training-operator mpi-operator), e.g.
+# `build-operators.sh training-operator mpi-operator`; none: all five.
+# Prints the bin directories built last, ':'-separated (jobset:trainer:kuberay:... by default).
 #
 # Running them against a bare control plane (etcd + kube-apiserver; checked with the test bed's
 # v1.34.4, admin kubeconfig, leader election off, every port on 127.0.0.1):
@@ -50,6 +58,21 @@
 #     $TMPDIR/k8s-webhook-server/serving-certs/tls.{crt,key}: give each instance its own
 #     TMPDIR. Its webhooks are validating only (manifests/base/webhook/manifests.yaml, same
 #     url/caBundle rewrite); TrainJob -> JobSet needs the JobSet controller running too.
+#   training-operator --kubeconfig K --enable-scheme=pytorchjob --leader-elect=false
+#     --metrics-bind-address 127.0.0.1:P1 --health-probe-bind-address 127.0.0.1:P2
+#     --webhook-server-port P3: its webhook server (all interfaces) reads its certificate from
+#     $TMPDIR/k8s-webhook-server/serving-certs (one TMPDIR per instance, as the trainer), and
+#     /readyz answers once it serves. Its cert rotator (not optional in v1.9.2) wants a Secret
+#     training-operator-webhook-cert (it fills it) in namespace $MY_POD_NAMESPACE (default
+#     kubeflow) and a file /tmp/k8s-webhook-server/serving-certs/tls.crt (existence only: in a
+#     pod, the Secret's volume) before any controller starts; with no
+#     ValidatingWebhookConfiguration named validator.training-operator.kubeflow.org it injects
+#     nothing and goes on. Its webhooks only validate: the bed registers none, and its
+#     controller defaults a PyTorchJob itself.
+#   mpi-operator --kubeConfig K --lock-namespace NS: leader election is always on (a Lease in
+#     NS, which must exist); its health server listens on the constant :8080, so this script
+#     patches that one expression in its copy of the module to read KFED_HEALTH_ADDR first
+#     (unset: :8080 as released), else two instances on one host cannot both run. No webhooks.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,11 +81,15 @@ pinned() { sed -n "s/^$1=//p" "$here/versions.env"; }
 JOBSET_VERSION=${JOBSET_VERSION:-$(pinned JOBSET_VERSION)}
 TRAINER_VERSION=${TRAINER_VERSION:-$(pinned TRAINER_VERSION)}
 KUBERAY_VERSION=${KUBERAY_VERSION:-$(pinned KUBERAY_VERSION)}
+TRAINING_OPERATOR_VERSION=${TRAINING_OPERATOR_VERSION:-$(pinned TRAINING_OPERATOR_VERSION)}
+MPI_OPERATOR_VERSION=${MPI_OPERATOR_VERSION:-$(pinned MPI_OPERATOR_VERSION)}
 
 cache=${KFED_CACHE_DIR:-$HOME/.cache/kfed}
 jobset_dir="$cache/bin/jobset-v$JOBSET_VERSION"
 trainer_dir="$cache/bin/trainer-v$TRAINER_VERSION"
 kuberay_dir="$cache/bin/kuberay-v$KUBERAY_VERSION"
+training_operator_dir="$cache/bin/training-operator-v$TRAINING_OPERATOR_VERSION"
+mpi_operator_dir="$cache/bin/mpi-operator-v$MPI_OPERATOR_VERSION"
 work="$cache/build"
 
 build_tag=build-operators
@@ -83,9 +110,11 @@ module_dir() {  # module version
   printf '%s\n' "$dir"
 }
 
-# Copies the *.yaml of one folder of a module (not kustomization.yaml) into dest.
-copy_yamls() {  # from_dir dest_dir
+# Copies the *.yaml of one folder of a module (not kustomization.yaml) into dest; from may also
+# be one YAML file (a folder that holds other manifests beside its CRD).
+copy_yamls() {  # from_dir|from_file dest_dir
   mkdir -p "$2"
+  if [ -f "$1" ]; then cp "$1" "$2/" && chmod u+w "$2"/*.yaml; return 0; fi
   local f n=0
   for f in "$1"/*.yaml; do
     [ -f "$f" ] || continue
@@ -97,14 +126,16 @@ copy_yamls() {  # from_dir dest_dir
 }
 
 # Builds one operator: copy of the released module, go build of its main package, CRDs beside.
-build_operator() {  # name version module main_pkg binary out_dir crd_dir [extra ldflags]
-  local name=$1 version=$2 module=$3 pkg=$4 bin=$5 out=$6 crds=$7 ldx=${8:-}
+# patch_fn, when given, runs in the module's copy before the build (mpi-operator's health port).
+build_operator() {  # name version module main_pkg binary out_dir crd_dir [extra ldflags] [patch_fn]
+  local name=$1 version=$2 module=$3 pkg=$4 bin=$5 out=$6 crds=$7 ldx=${8:-} patch=${9:-}
   [ -f "$out/.done" ] && { say "$name v$version: cached in $out"; return 0; }
   local src="$work/$name-v$version" t0=$SECONDS dir
   say "$name v$version: downloading $module@v$version"
   dir=$(module_dir "$module" "v$version")
   rm -rf "$src" "$out" && mkdir -p "$out"
   cp -R "$dir" "$src" && chmod -R u+w "$src"
+  if [ -n "$patch" ]; then (cd "$src" && "$patch") || die "$name v$version: $patch failed"; fi
   say "$name v$version: compiling $pkg (log: $src.log)"
   if ! (cd "$src" && go build -trimpath -ldflags "-s -w $ldx" -o "$out/$bin" "$pkg") >"$src.log" 2>&1; then
     tail -n 30 "$src.log" >&2
@@ -148,18 +179,53 @@ build_kuberay() {
   build_operator kuberay "$KUBERAY_VERSION" github.com/ray-project/kuberay/ray-operator . \
     ray-operator "$kuberay_dir" config/crd/bases
 }
+build_training_operator() {
+  build_operator training-operator "$TRAINING_OPERATOR_VERSION" \
+    github.com/kubeflow/training-operator ./cmd/training-operator.v1 training-operator \
+    "$training_operator_dir" manifests/base/crds
+  # Its kubeflow.org/v1 MPIJob CRD would take mpijobs.kubeflow.org from the MPI operator's v2beta1.
+  rm -f "$training_operator_dir/crds/kubeflow.org_mpijobs.yaml"
+}
+# The health server's address: the released constant :8080, unless KFED_HEALTH_ADDR says another
+# (the test bed runs one instance per worker on one host). Fails if the line is not as released.
+patch_mpi_health_addr() {
+  local f=cmd/mpi-operator/app/server.go
+  local from='Addr:    fmt.Sprintf(":%d", healthCheckPort),'
+  grep -qF "$from" "$f" || { echo "no '$from' in $f" >&2; return 1; }
+  sed -i 's|Addr:    fmt.Sprintf(":%d", healthCheckPort),|Addr: func() string { if a := os.Getenv("KFED_HEALTH_ADDR"); a != "" { return a }; return fmt.Sprintf(":%d", healthCheckPort) }(),|' "$f"
+  grep -qF 'KFED_HEALTH_ADDR' "$f"
+}
+build_mpi_operator() {
+  build_operator mpi-operator "$MPI_OPERATOR_VERSION" github.com/kubeflow/mpi-operator \
+    ./cmd/mpi-operator mpi-operator "$mpi_operator_dir" manifests/base/kubeflow.org_mpijobs.yaml \
+    "-X github.com/kubeflow/mpi-operator/pkg/version.Version=v$MPI_OPERATOR_VERSION" \
+    patch_mpi_health_addr
+}
+
+all_operators=(jobset trainer kuberay training-operator mpi-operator)
+wanted=("$@")
+[ "${#wanted[@]}" -gt 0 ] || wanted=("${all_operators[@]}")
+dirs=()
+for op in "${wanted[@]}"; do
+  case "$op" in
+    jobset) dirs+=("$jobset_dir") ;;
+    trainer) dirs+=("$trainer_dir") ;;
+    kuberay) dirs+=("$kuberay_dir") ;;
+    training-operator) dirs+=("$training_operator_dir") ;;
+    mpi-operator) dirs+=("$mpi_operator_dir") ;;
+    *) die "unknown operator '$op'; known: ${all_operators[*]}" ;;
+  esac
+done
 
 mkdir -p "$work"
 if [ "${KFED_BUILD_SERIAL:-0}" = 1 ]; then
-  build_jobset; build_trainer; build_kuberay
+  for op in "${wanted[@]}"; do "build_${op//-/_}"; done
 else
   # Each build in its own subshell (its own die); the module cache is safe to share, Go locks it.
   pids=() failed=0
-  build_jobset & pids+=($!)
-  build_trainer & pids+=($!)
-  build_kuberay & pids+=($!)
+  for op in "${wanted[@]}"; do "build_${op//-/_}" & pids+=($!); done
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   [ "$failed" = 0 ] || die "at least one operator failed to build (see above)"
 fi
 say "all operators ready"
-echo "$jobset_dir:$trainer_dir:$kuberay_dir"
+(IFS=:; echo "${dirs[*]}")

@@ -1,4 +1,5 @@
-"""The batch operators a full local worker cluster runs: JobSet, Kubeflow Trainer v2 and KubeRay.
+"""The batch operators a full local worker cluster runs: JobSet, Kubeflow Trainer v2, KubeRay,
+Kubeflow's training-operator v1 (PyTorchJob) and the MPI operator v2 (MPIJob).
 
 Each runs as one more process of its LocalCluster (role = operator name, log in the cluster's
 ``logs/``), from the binaries ``build-operators.sh`` caches, exactly as that script's header
@@ -30,7 +31,20 @@ from e2e.waiting import wait_for_sync
 
 # Also the order they start in: JobSet's CRDs must be served before the trainer starts (it
 # watches JobSets from startup).
-OPERATORS: tuple[str, ...] = ("jobset", "trainer", "kuberay")
+OPERATORS: tuple[str, ...] = ("jobset", "trainer", "kuberay", "training-operator", "mpi-operator")
+WITHOUT_WEBHOOKS = ("kuberay", "training-operator", "mpi-operator")
+"""Operators whose webhooks the bed does not register: KubeRay's are off unless
+ENABLE_WEBHOOKS=true, the MPI operator has none, and the training-operator's only validate (its
+controller defaults a PyTorchJob itself)."""
+TRAINING_OPERATOR_NAMESPACE = "kubeflow"
+"""Where the training-operator's cert rotator keeps its Secret (its default namespace)."""
+TRAINING_OPERATOR_SECRET = "training-operator-webhook-cert"
+TRAINING_OPERATOR_CERT_FILE = Path("/tmp/k8s-webhook-server/serving-certs/tls.crt")
+"""The rotator of training-operator v1.9.2 waits for this fixed file to exist (in a pod, its
+Secret's volume) before any controller starts; it never reads it, nor does its webhook server
+(which reads $TMPDIR's): the bed writes a placeholder once per host."""
+MPI_LOCK_NAMESPACE = "mpi-operator"
+"""The MPI operator always elects a leader, with a Lease in this namespace."""
 # A TrainJob runs as a JobSet: without the JobSet controller the trainer cannot do anything.
 _NEEDS = {"trainer": "jobset"}
 HOST = "127.0.0.1"
@@ -66,11 +80,15 @@ _PROBE_JOBSET: dict[str, Any] = {
 }
 
 
-def ready(port: int) -> bool:
-    """Whether a controller's health server on 127.0.0.1:``port`` answers /readyz with 200."""
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def ready(port: int, path: str = "/readyz") -> bool:
+    """Whether a controller's health server on 127.0.0.1:``port`` answers ``path`` with 200."""
     conn = http.client.HTTPConnection(HOST, port, timeout=2)
     try:
-        conn.request("GET", "/readyz")
+        conn.request("GET", path)
         return conn.getresponse().status == 200
     except (OSError, http.client.HTTPException):
         return False
@@ -95,7 +113,7 @@ def check_names(names: Iterable[str]) -> tuple[str, ...]:
 
 def webhook_file(name: str, versions: str = "pinned") -> Path | None:
     """The module's webhook manifests.yaml beside the binary (jobset and trainer have one)."""
-    if name == "kuberay":  # its webhooks are off unless ENABLE_WEBHOOKS=true
+    if name in WITHOUT_WEBHOOKS:
         return None
     path = binaries.operator_dir(name, versions=versions) / "webhook" / "manifests.yaml"
     if not path.exists():
@@ -134,23 +152,27 @@ def webhook_configurations(
     return result
 
 
+CRD_FILES = {"training-operator": ("kubeflow.org_pytorchjobs.yaml",)}
+"""Operators whose bed installs some of their CRDs only: the kinds kfed queues (each of the
+training-operator's is ~0.6 MB of schema for every kube-apiserver to compile)."""
+
+
 def install_crds(cluster: LocalCluster, names: Iterable[str]) -> None:
     """Apply the operators' CRDs (of the cluster's set of versions) and wait until they are
     Established. Idempotent."""
-    apply_crd_directories(
-        cluster,
-        [
-            binaries.operator_dir(n, versions=cluster.operators_set) / "crds"
-            for n in check_names(names)
-        ],
-    )
+    paths: list[Path] = []
+    for name in check_names(names):
+        crds = binaries.operator_dir(name, versions=cluster.operators_set) / "crds"
+        paths += [crds / f for f in CRD_FILES[name]] if name in CRD_FILES else [crds]
+    apply_crd_directories(cluster, paths)
 
 
 def apply_crd_directories(
     cluster: LocalCluster, dirs: list[Path], *, field_manager: str = FIELD_MANAGER
 ) -> None:
-    """Apply every CRD file of ``dirs`` (server-side: they are up to 1.3 MB, too big for the
-    last-applied annotation) and wait until they are Established. Idempotent."""
+    """Apply every CRD file of ``dirs`` (each a directory, or one CRD file; server-side: they
+    are up to 1.3 MB, too big for the last-applied annotation) and wait until they are
+    Established. Idempotent."""
     if not dirs:
         return
     files = [arg for d in dirs for arg in ("-f", str(d))]
@@ -158,7 +180,7 @@ def apply_crd_directories(
         "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}", *files
     )
     # By name, not -f: kubectl would parse the megabytes of YAML again.
-    crds = [crd_name(f) for d in dirs for f in sorted(d.glob("*.yaml"))]
+    crds = [crd_name(f) for d in dirs for f in (sorted(d.glob("*.yaml")) if d.is_dir() else [d])]
 
     def established() -> bool:
         # kubectl wait fails at once, rather than waiting, on a CRD created a moment ago
@@ -169,10 +191,15 @@ def apply_crd_directories(
     wait_for_sync(
         established,
         timeout=90,
-        what=f"{cluster.name}: CRDs of {', '.join(d.parent.name for d in dirs)} Established",
+        what=f"{cluster.name}: CRDs of {', '.join(_owner(d) for d in dirs)} Established",
         interval=0.5,
         ignore=(KubectlError,),
     )
+
+
+def _owner(path: Path) -> str:
+    """The operator directory a crds/ directory (or a file in it) belongs to."""
+    return (path.parent if path.is_dir() else path.parent.parent).name
 
 
 def crd_name(path: Path) -> str:
@@ -201,6 +228,7 @@ class ClusterOperators:
         serving = ca.issue("kfed-operator-webhooks", server_hosts=(HOST,))
         ports = iter(free_ports(3 * len(self.names)))
         hooks: list[dict[str, Any]] = []
+        self._prerequisites(serving)
         for name in self.names:
             health, metrics, webhook = next(ports), next(ports), next(ports)
             self.health_ports[name] = health
@@ -218,12 +246,66 @@ class ClusterOperators:
             # wait_ready waits for that.
             self.cluster.apply_objects(hooks, field_manager=FIELD_MANAGER)
 
+    def _prerequisites(self, serving: pki.KeyPair) -> None:
+        """What the Kubeflow operators need before they start: the MPI operator's lock
+        namespace; the training-operator's Secret (empty: its rotator fills it) and the file
+        its rotator waits for."""
+        objects: list[dict[str, Any]] = []
+        if "mpi-operator" in self.names:
+            objects.append(_namespace(MPI_LOCK_NAMESPACE))
+        if "training-operator" in self.names:
+            objects.append(_namespace(TRAINING_OPERATOR_NAMESPACE))
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {
+                        "name": TRAINING_OPERATOR_SECRET,
+                        "namespace": TRAINING_OPERATOR_NAMESPACE,
+                    },
+                }
+            )
+            if not TRAINING_OPERATOR_CERT_FILE.exists():
+                TRAINING_OPERATOR_CERT_FILE.parent.mkdir(parents=True, exist_ok=True)
+                TRAINING_OPERATOR_CERT_FILE.write_bytes(serving.cert_pem)
+        if objects:
+            self.cluster.apply_objects(objects, field_manager=FIELD_MANAGER)
+
     def _command(
         self, name: str, serving: pki.KeyPair, *, health: int, metrics: int, webhook: int
     ) -> tuple[list[str], dict[str, str] | None]:
         binary = str(binaries.operator_path(name, versions=self.cluster.operators_set))
         kubeconfig = f"--kubeconfig={self.cluster.kubeconfig}"
         home = self.directory / name
+        if name == "mpi-operator":
+            # Its health server's address comes from KFED_HEALTH_ADDR (build-operators.sh's
+            # patch; released, a constant :8080); KUBECONFIG, when set, wins over its flag.
+            mpi_env = {
+                "KFED_HEALTH_ADDR": f"{HOST}:{health}",
+                "KUBECONFIG": str(self.cluster.kubeconfig),
+            }
+            return [
+                binary,
+                f"--kubeConfig={self.cluster.kubeconfig}",
+                f"--lock-namespace={MPI_LOCK_NAMESPACE}",
+                "--threadiness=4",
+            ], mpi_env
+        if name == "training-operator":
+            # As the trainer: its webhook server reads $TMPDIR/k8s-webhook-server/serving-certs.
+            tmp = home / "tmp"
+            certs = tmp / "k8s-webhook-server" / "serving-certs"
+            certs.mkdir(parents=True, exist_ok=True)
+            serving.write(certs, "tls")
+            return [
+                binary,
+                kubeconfig,
+                "--enable-scheme=pytorchjob",
+                "--leader-elect=false",
+                f"--metrics-bind-address={HOST}:{metrics}",
+                f"--health-probe-bind-address={HOST}:{health}",
+                f"--webhook-server-port={webhook}",
+                "--zap-encoder=console",
+            ], {"TMPDIR": str(tmp)}
         if name == "kuberay":
             return [
                 binary,
@@ -282,7 +364,23 @@ class ClusterOperators:
 
     def _healthy(self, name: str) -> bool:
         self._alive_or_raise(name)
+        if name == "mpi-operator":
+            # Only /healthz; it runs its controller once it leads (a Lease of its own).
+            return ready(self.health_ports[name], "/healthz") and self._leading(name)
         return ready(self.health_ports[name])
+
+    def _leading(self, name: str) -> bool:
+        done = self.cluster.kubectl(
+            "get",
+            "lease",
+            "-n",
+            MPI_LOCK_NAMESPACE,
+            name,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+            check=False,
+        )
+        return done.returncode == 0 and bool(done.stdout.strip())
 
     def _kubectl_ok(self, name: str, *args: str, input: str) -> bool:
         self._alive_or_raise(name)

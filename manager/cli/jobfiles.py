@@ -1,6 +1,7 @@
 """Job manifests as users write them: read, validate as a kind of job kfed queues (a
-``batch/v1`` Job, a JobSet, a TrainJob, a RayCluster: ``jobkinds/registry.py``), and prepare
-for the manager's queue (queue label, ``suspend: true``). Pure: no cluster is contacted."""
+``batch/v1`` Job, a JobSet, a TrainJob, a RayCluster, a PyTorchJob, an MPIJob:
+``jobkinds/registry.py``), and prepare for the manager's queue (queue label, ``suspend: true``
+where the kind keeps it). Pure: no cluster is contacted."""
 
 from __future__ import annotations
 
@@ -127,14 +128,18 @@ def prepare(job: Obj, *, queue: str | None) -> tuple[Obj, list[str]]:
             "with the LocalQueue to submit it to"
         )
     meta["labels"] = labels
-    spec = prepared["spec"]
+    # Where the kind keeps it: spec.suspend, a Kubeflow job's spec.runPolicy.suspend.
+    path = (kind_of(prepared) or BATCH_JOB).suspend_path
+    holder = prepared
+    for key in path[:-1]:
+        if not isinstance(holder.get(key), dict):
+            holder[key] = {}
+        holder = holder[key]
     warnings = []
-    if "suspend" not in spec or spec["suspend"] is None:
-        spec["suspend"] = True
-    elif spec["suspend"] is False:
+    if holder.get(path[-1]) is False:
         warnings.append(
-            f"{display_name(prepared)} sets spec.suspend: false; kfed keeps it suspended "
+            f"{display_name(prepared)} sets {'.'.join(path)}: false; kfed keeps it suspended "
             "until it is admitted, so it is submitted suspended"
         )
-        spec["suspend"] = True
+    holder[path[-1]] = True
     return prepared, warnings

@@ -77,7 +77,7 @@ def pod_selector(kind: JobKind, name: str, job: Obj | None) -> str:
     exists (never a former Job's of the same name), else by the kind's pod label."""
     if kind is BATCH_JOB and job is not None and job["metadata"].get("uid"):
         return f"{_BATCH_UID_LABEL}={job['metadata']['uid']}"
-    return f"{kind.pod_label}={name}"
+    return kind.pod_selector(name)
 
 
 def container_state(pod: Obj, container: str) -> tuple[str, str]:

@@ -142,8 +142,9 @@ def command(
     """Submit the job(s) in FILE ('-' for stdin) to the manager cluster.
 
     Every YAML document must be a valid job of a kind kfed queues: a batch/v1 Job, a JobSet,
-    a Kubeflow TrainJob or a RayCluster (exit 2 otherwise; nothing is created). kfed adds the
-    queue label (--queue) and spec.suspend: true, checks that the LocalQueue exists in the
+    a Kubeflow TrainJob, a RayCluster, a PyTorchJob or an MPIJob (exit 2 otherwise; nothing
+    is created). kfed adds the queue label (--queue) and spec.suspend: true (a PyTorchJob's
+    or MPIJob's spec.runPolicy.suspend), checks that the LocalQueue exists in the
     job's namespace (its metadata.namespace, else -n/--namespace, else the kubeconfig
     context's namespace, else default; -n contradicting a manifest's is exit 2, as in
     kubectl), creates the jobs, then shows

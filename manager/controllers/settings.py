@@ -48,6 +48,8 @@ class ControllerSettings:
         "jobset.x-k8s.io/jobset",
         "ray.io/raycluster",
         "trainer.kubeflow.org/trainjob",
+        "kubeflow.org/pytorchjob",
+        "kubeflow.org/mpijob",
     )
     """Kinds of job to queue (Kueue's ``integrations.frameworks``; ``jobkinds/registry.py``).
     ``batch/job`` is always on; another kind starts once its CRD is served."""

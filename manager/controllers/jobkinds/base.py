@@ -82,6 +82,13 @@ class JobKind(ABC):
     """Pod template labels the kind's own controller sets on each object (a Job's
     ``controller-uid``): a Workload's template carries the values of the object it was made
     from, so writing a template's labels exactly keeps the object's own values of these."""
+    suspend_path: tuple[str, ...] = ("spec", "suspend")
+    """Where its suspend flag is (a Kubeflow job's: ``spec.runPolicy.suspend``)."""
+    managed_by_path: tuple[str, ...] = ("spec", "managedBy")
+    """Where its ``managedBy`` is (a Kubeflow job's: ``spec.runPolicy.managedBy``)."""
+    upstream_managed_by_field = "spec.managedBy"
+    """How upstream MultiKueue's refusal of a job not managed by it names the field (the
+    training-operator kinds' says ``spec.managedBy`` too, an MPIJob's its real path)."""
 
     # -- what the adapter says --------------------------------------------------------------
 
@@ -96,16 +103,26 @@ class JobKind(ABC):
         missing."""
         return job
 
+    async def on_cluster(self, api: KubeApi) -> JobKind:
+        """The adapter that writes this kind's objects on the cluster of ``api``: itself for
+        most kinds; one whose API differs between its operator's versions (a TrainJob's
+        placement, by Trainer version) answers with the adapter of the version served there."""
+        return self
+
     @abstractmethod
     def outcome(self, job: Obj) -> Outcome | None:
         """How it ended, or None while it has not."""
 
     def is_suspended(self, job: Obj) -> bool:
-        return bool(at(job, "spec").get("suspend"))
+        return bool(at(job, *self.suspend_path[:-1]).get(self.suspend_path[-1]))
 
     def suspend_fields(self, suspend: bool) -> Obj:
         """The merge-patch fields that suspend (or resume) it."""
-        return {"spec": {"suspend": suspend}}
+        return nested(self.suspend_path, suspend)
+
+    def pod_selector(self, name: str) -> str:
+        """The label selector of the pods of its job ``name`` (in the job's namespace)."""
+        return f"{self.pod_label}={name}"
 
     def is_active(self, job: Obj) -> bool:
         """Pods of it may still run (after a suspension, until its controller stops them)."""
@@ -132,9 +149,12 @@ class JobKind(ABC):
         the worker admits its Workload), without ``managedBy`` (the worker's own controller
         of the kind runs it)."""
         spec = copy_json(dict(at(job, "spec")))
-        spec.pop("managedBy", None)
-        spec.update(self.suspend_fields(True)["spec"])
-        return spec
+        holder: Any = spec
+        for key in self.managed_by_path[1:-1]:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if isinstance(holder, dict):
+            holder.pop(self.managed_by_path[-1], None)
+        return _merge(spec, self.suspend_fields(True)["spec"])
 
     def status_for_manager(self, remote: Obj) -> Obj:
         """The status the manager's object takes from the worker's copy (all of it, by
@@ -144,7 +164,12 @@ class JobKind(ABC):
     # -- the same for every kind -----------------------------------------------------------
 
     def managed_by(self, job: Obj) -> str:
-        return str(at(job, "spec").get("managedBy") or "")
+        path = self.managed_by_path
+        return str(at(job, *path[:-1]).get(path[-1]) or "")
+
+    def managed_by_name(self) -> str:
+        """Its ``managedBy`` field as a message names it (``spec.runPolicy.managedBy``)."""
+        return ".".join(self.managed_by_path)
 
     def workload_name(self, job_name: str, job_uid: str) -> str:
         return ws.workload_name_for(self.workload_prefix, job_name, job_uid)
@@ -241,6 +266,14 @@ def outcome_of_conditions(job: Obj, succeeded: str, failed: str, kind: str) -> O
             default = f"{kind} finished successfully" if ok else f"{kind} failed"
             return Outcome(ok, str(c.get("message") or default))
     return None
+
+
+def nested(path: tuple[str, ...], value: Any) -> Obj:
+    """``{path[0]: {path[1]: ... value}}``: one field as a merge patch sets it."""
+    result: Any = value
+    for key in reversed(path):
+        result = {key: result}
+    return dict(result)
 
 
 def _set_or_drop(spec: Obj, field: str, value: Any) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from manager.controllers.jobkinds.base import JobKind, Obj
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.mpijob import MPIJOB
+from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
 from manager.controllers.jobkinds.trainjob import TRAINJOB
 
@@ -14,6 +16,8 @@ KINDS: dict[str, JobKind] = {
     "jobset.x-k8s.io/jobset": JOBSET,
     "ray.io/raycluster": RAYCLUSTER,
     "trainer.kubeflow.org/trainjob": TRAINJOB,
+    "kubeflow.org/pytorchjob": PYTORCHJOB,
+    "kubeflow.org/mpijob": MPIJOB,
 }
 """Integration name -> adapter. ``batch/job`` is always on."""
 

@@ -161,12 +161,13 @@ class Lookups:
         job = self.manager_job(obj)
         if job is None:
             return None
-        managed_by = at(job, "spec").get("managedBy") or ""
+        kind = self.kind_of(obj)
+        managed_by = kind.managed_by(job)
         if managed_by == C.MULTIKUEUE_MANAGED_BY:
             return None
         # Upstream's words exactly (Go's %q quoting), so tools that read them keep working.
         expected, actual = json.dumps(C.MULTIKUEUE_MANAGED_BY), json.dumps(managed_by)
-        return f"Expecting spec.managedBy to be {expected} not {actual}"
+        return f"Expecting {kind.upstream_managed_by_field} to be {expected} not {actual}"
 
     # -- its objects ---------------------------------------------------------------------
 

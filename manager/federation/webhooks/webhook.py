@@ -25,6 +25,7 @@ Three layers, each testable on its own:
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -41,6 +42,8 @@ from manager.api.constants import (
     QUEUE_NAME_LABEL,
 )
 from manager.controllers.jobkinds import registry as jobkinds
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.state import ClusterState
 from manager.federation.webhooks.certs import server_ssl_context
 from manager.kube.informer import Informer
@@ -110,7 +113,7 @@ def review_job(
         return _malformed(f"expected a kind of job kfed queues ({known}), got kind {kind!r}")
     operation = request.get("operation")
     if operation == "UPDATE":
-        return review_job_update(request, uses_multikueue, job_kind.default_managed_by)
+        return review_job_update(request, uses_multikueue, job_kind)
     if operation != "CREATE":
         return _malformed(f"only CREATE and UPDATE are reviewed, got operation {operation!r}")
     job = request.get("object")
@@ -136,9 +139,11 @@ def review_job(
         )
 
     patch: list[dict[str, Any]] = []
-    if spec.get("suspend") is not True:
-        patch.append({"op": "add", "path": "/spec/suspend", "value": True})
-    managed_by = spec.get("managedBy")
+    patched = copy.deepcopy(dict(job))  # as the patch so far leaves it
+    if _field(job, job_kind.suspend_path) is not True:
+        patch += _set_ops(patched, job_kind.suspend_path, True)
+    managed_by = _field(job, job_kind.managed_by_path)
+    field_name = job_kind.managed_by_name()
     federated = uses_multikueue(namespace, queue)
     if managed_by == MULTIKUEUE_MANAGED_BY and federated is False:
         # Nothing would ever run it: the manager's Job controller leaves it to MultiKueue,
@@ -146,16 +151,52 @@ def review_job(
         return Verdict(
             allowed=False,
             message=_never_placed(
-                namespace, queue, "remove spec.managedBy, or submit it to a federated queue"
+                namespace,
+                queue,
+                f"remove {field_name}, or submit it to a federated queue",
+                field_name,
             ),
         )
     if managed_by in (None, "", job_kind.default_managed_by) and federated:
-        patch.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGED_BY})
+        patch += _set_ops(patched, job_kind.managed_by_path, MULTIKUEUE_MANAGED_BY)
     return Verdict(allowed=True, patch=patch)
 
 
+def _field(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in ``obj`` (None where any step is missing)."""
+    current: Any = obj
+    for key in path:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(key)
+    return current
+
+
+def _set_ops(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> list[dict[str, Any]]:
+    """The JSONPatch operation that sets ``path`` to ``value`` in ``obj`` (an ``add`` of the
+    first missing object on the way with the rest inside it: ``/spec/runPolicy`` when a
+    Kubeflow job has none), applied to ``obj`` too so that a later one sees it."""
+    holder = obj
+    for depth, key in enumerate(path[:-1]):
+        inner = holder.get(key)
+        if not isinstance(inner, dict):
+            rest: Any = value
+            for later in reversed(path[depth + 1 :]):
+                rest = {later: rest}
+            holder[key] = copy.deepcopy(rest)
+            return [{"op": "add", "path": _pointer(path[: depth + 1]), "value": rest}]
+        holder = inner
+    holder[path[-1]] = value
+    return [{"op": "add", "path": _pointer(path), "value": value}]
+
+
+def _pointer(path: tuple[str, ...]) -> str:
+    """A JSON pointer (RFC 6901) to ``path``."""
+    return "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in path)
+
+
 def review_job_update(
-    request: Mapping[str, Any], uses_multikueue: UsesMultiKueue, default_managed_by: str = ""
+    request: Mapping[str, Any], uses_multikueue: UsesMultiKueue, job_kind: JobKind = BATCH_JOB
 ) -> Verdict:
     """An update of a queued (or newly queued) Job: refuse what upstream Kueue refuses, and a
     move to a queue that could never run it. The queue of a running Job must not change:
@@ -169,14 +210,15 @@ def review_job_update(
     new, old = request.get("object"), request.get("oldObject")
     if not isinstance(new, Mapping) or not isinstance(old, Mapping):
         return _malformed("the update request lacks the Job or its previous version")
-    if _spec(new).get("suspend") is True:
+    if _field(new, job_kind.suspend_path) is True:
         queue = _label(new, QUEUE_NAME_LABEL)
         namespace = request.get("namespace") or _meta(new).get("namespace")
         if not queue or queue == _label(old, QUEUE_NAME_LABEL) or not isinstance(queue, str):
             return Verdict(allowed=True)
         if not isinstance(namespace, str) or not namespace:
             return _malformed("the request names no namespace")
-        managed_by = _spec(new).get("managedBy")
+        managed_by = _field(new, job_kind.managed_by_path)
+        field_name = job_kind.managed_by_name()
         federated = uses_multikueue(namespace, queue)
         if managed_by == MULTIKUEUE_MANAGED_BY and federated is False:
             return Verdict(
@@ -184,14 +226,15 @@ def review_job_update(
                 message=_never_placed(
                     namespace,
                     queue,
-                    "label it with a federated queue instead (spec.managedBy cannot change)",
+                    f"label it with a federated queue instead ({field_name} cannot change)",
+                    field_name,
                 ),
             )
-        if managed_by in (None, "", default_managed_by) and federated:
+        if managed_by in (None, "", job_kind.default_managed_by) and federated:
             return Verdict(
                 allowed=False,
                 message=f"LocalQueue {namespace}/{queue} leads to a ClusterQueue with a "
-                f"MultiKueue admission check, but this Job was created without spec.managedBy "
+                f"MultiKueue admission check, but this Job was created without {field_name} "
                 f"{MULTIKUEUE_MANAGED_BY!r} (immutable), so it would run on this cluster, not on a "
                 "worker: delete it and submit it again with that queue label",
             )
@@ -207,9 +250,11 @@ def review_job_update(
     return Verdict(allowed=True)
 
 
-def _never_placed(namespace: str, queue: str, remedy: str) -> str:
+def _never_placed(
+    namespace: str, queue: str, remedy: str, field_name: str = "spec.managedBy"
+) -> str:
     return (
-        f"spec.managedBy is {MULTIKUEUE_MANAGED_BY!r} but LocalQueue {namespace}/{queue} leads "
+        f"{field_name} is {MULTIKUEUE_MANAGED_BY!r} but LocalQueue {namespace}/{queue} leads "
         f"to a ClusterQueue without a MultiKueue admission check, so nothing would ever run "
         f"this Job: {remedy}"
     )
@@ -218,11 +263,6 @@ def _never_placed(namespace: str, queue: str, remedy: str) -> str:
 def _meta(job: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = job.get("metadata")
     return metadata if isinstance(metadata, Mapping) else {}
-
-
-def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = job.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
 
 
 def _label(job: Mapping[str, Any], key: str) -> Any:

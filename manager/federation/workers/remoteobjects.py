@@ -16,6 +16,8 @@ from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.mpijob import MPIJOB
+from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
 from manager.controllers.jobkinds.trainjob import TRAINJOB
 from manager.federation.settings import (
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 
 JOBS_BY_WORKLOAD = "workload"
 
-FEDERATED_KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET, RAYCLUSTER, TRAINJOB)
+FEDERATED_KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET, RAYCLUSTER, TRAINJOB, PYTORCHJOB, MPIJOB)
 """The kinds of job kfed places on workers; a worker gets one of them only while it serves
 that kind (its CRD is installed there)."""
 KINDS_RECHECK_SECONDS = 30.0

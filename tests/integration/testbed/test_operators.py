@@ -1,7 +1,9 @@
 """The full bed's batch operators run for real on a worker, with no kfed involved: JobSet runs a
 JobSet to completion, Kubeflow Trainer a TrainJob (through a JobSet) on a stock
-ClusterTrainingRuntime the bed installed, KubeRay brings a RayCluster to ready; kwok plays the
-kubelet (pods of Jobs complete after their pod-complete delay, other pods stay Running)."""
+ClusterTrainingRuntime the bed installed, KubeRay brings a RayCluster to ready, the
+training-operator and the MPI operator a PyTorchJob and an MPIJob to Succeeded; kwok plays the
+kubelet (pods of Jobs and PyTorchJobs complete after their pod-complete delay, other pods stay
+Running)."""
 
 from __future__ import annotations
 
@@ -151,3 +153,83 @@ async def test_raycluster_with_one_worker_becomes_ready(worker: tuple[KubeApi, s
     assert done["status"].get("availableWorkerReplicas") == 1
     pods = (await api.list(R.PODS, ns, label_selector="ray.io/cluster=probe"))["items"]
     assert sorted(p["metadata"]["labels"]["ray.io/node-type"] for p in pods) == ["head", "worker"]
+
+
+PYTORCHJOBS = R.Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", True)
+MPIJOBS = R.Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", True)
+
+
+def replica(replicas: int, container: str, annotations: dict[str, str] | None) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "spec": {
+            "containers": [
+                {"name": container, "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+            ]
+        }
+    }
+    if annotations:
+        pod["metadata"] = {"annotations": annotations}
+    return {"replicas": replicas, "template": pod}
+
+
+async def test_pytorchjob_of_a_master_and_two_workers_succeeds(
+    worker: tuple[KubeApi, str],
+) -> None:
+    """The training-operator runs it (its pods are its own: kwok completes pods owned by a
+    PyTorchJob as a Job's); it succeeds when its master does."""
+    api, ns = worker
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "probe", "namespace": ns},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": replica(1, "pytorch", QUICK),
+                "Worker": replica(2, "pytorch", QUICK),
+            }
+        },
+    }
+    await api.create(PYTORCHJOBS, job)
+
+    async def succeeded() -> bool:
+        return condition(await api.get(PYTORCHJOBS, "probe", ns), "Succeeded")
+
+    await wait_for(succeeded, timeout=120, what="PyTorchJob Succeeded")
+    status = (await api.get(PYTORCHJOBS, "probe", ns))["status"]
+    # The master decides: the workers' own successes may be counted after it.
+    assert status["replicaStatuses"]["Master"]["succeeded"] == 1
+
+
+async def test_mpijob_succeeds_when_its_launcher_job_completes(
+    worker: tuple[KubeApi, str],
+) -> None:
+    """The MPI operator runs its launcher as a batch/v1 Job (which kwok completes) beside its
+    two worker pods (which stay Running); it succeeds with the launcher, and cleanPodPolicy
+    Running removes the workers."""
+    api, ns = worker
+    job = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "probe", "namespace": ns},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": replica(1, "launcher", QUICK),
+                "Worker": replica(2, "worker", None),
+            },
+        },
+    }
+    await api.create(MPIJOBS, job)
+
+    async def succeeded() -> bool:
+        return condition(await api.get(MPIJOBS, "probe", ns), "Succeeded")
+
+    await wait_for(succeeded, timeout=120, what="MPIJob Succeeded")
+    assert condition(await api.get(R.JOBS, "probe-launcher", ns), "Complete")
+
+    async def workers_gone() -> bool:
+        selector = "training.kubeflow.org/job-name=probe,training.kubeflow.org/job-role=worker"
+        return not (await api.list(R.PODS, ns, label_selector=selector))["items"]
+
+    await wait_for(workers_gone, timeout=60, what="its workers removed (cleanPodPolicy)")

@@ -12,6 +12,8 @@ from manager.api import constants as C
 from manager.cli.common import EXIT_USAGE, CliError
 from manager.cli.jobfiles import display_name, parse_jobs, prepare
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.mpijob import MPIJOB
+from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
 
 LIGHT_JOB = textwrap.dedent(
@@ -65,7 +67,8 @@ def test_several_documents_parse_in_order() -> None:
             "kind: Pod\napiVersion: v1\nmetadata: {name: p}\n",
             "is a Pod (v1), not a kind of job kfed queues (batch/v1 Job, "
             "jobset.x-k8s.io/v1alpha2 JobSet, ray.io/v1 RayCluster, "
-            "trainer.kubeflow.org/v1alpha1 TrainJob)",
+            "trainer.kubeflow.org/v1alpha1 TrainJob, kubeflow.org/v1 PyTorchJob, "
+            "kubeflow.org/v2beta1 MPIJob)",
         ),
         (
             "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js}\n",
@@ -165,14 +168,19 @@ def test_prepare_defaults_the_namespace_and_overrides_an_explicit_unsuspend() ->
 
 def test_the_job_examples_parse_with_their_pod_sets() -> None:
     """``examples/jobs/`` are valid submissions: the JobSet is 1 driver and 4 GPU workers;
-    the TrainJob's and RayCluster's pod sets are what docs/jobs.md says."""
+    the TrainJob's, RayCluster's, PyTorchJob's and MPIJob's pod sets are what docs/jobs.md
+    says."""
     found = {}
     for path in sorted(JOBS.glob("*.yaml")):
         [doc] = parse_jobs(path.read_text(), str(path))
         found[doc["kind"]] = doc
-    assert set(found) == {"JobSet", "TrainJob", "RayCluster"}
+    assert set(found) == {"JobSet", "TrainJob", "RayCluster", "PyTorchJob", "MPIJob"}
     jobset = JOBSET.pod_sets(found["JobSet"])
     assert [(ps.name, ps.count) for ps in jobset] == [("driver", 1), ("workers", 4)]
     ray = RAYCLUSTER.pod_sets(found["RayCluster"])
     assert [(ps.name, ps.count) for ps in ray] == [("head", 1), ("gpu", 2)]
     assert found["TrainJob"]["spec"]["trainer"]["numNodes"] == 2
+    pytorch = PYTORCHJOB.pod_sets(found["PyTorchJob"])
+    assert [(ps.name, ps.count) for ps in pytorch] == [("master", 1), ("worker", 2)]
+    mpi = MPIJOB.pod_sets(found["MPIJob"])
+    assert [(ps.name, ps.count) for ps in mpi] == [("launcher", 1), ("worker", 2)]

@@ -477,6 +477,8 @@ def test_the_configuration_sends_only_queued_job_creations_and_fails_closed() ->
             ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
             ("ray.io", "v1", "rayclusters"),
             ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+            ("kubeflow.org", "v1", "pytorchjobs"),
+            ("kubeflow.org", "v2beta1", "mpijobs"),
         )
     ]
     assert hook["objectSelector"] == {
