@@ -187,7 +187,14 @@ class LocalFederation:
         proc.start()
         self.save_state()
         if role == "kube-apiserver":
-            local.wait_ready(timeout=timeout)
+            # An operator may exit while its API server is gone (the MPI operator's leader
+            # election ends the process once it cannot renew): as a kubelet restarts such a
+            # pod, it starts again once the server serves.
+            exited = [p for r, p in local.processes.items() if r in ops.OPERATORS and not p.alive]
+            local.wait_ready(timeout=timeout, exited_ok={p.role for p in exited})
+            for operator in exited:
+                operator.start()
+            self.save_state()
 
     def adopt_processes(self) -> None:
         """Take over the processes another command started for this federation (``python -m
