@@ -1,12 +1,12 @@
 """A fleet of two Kubernetes minors (issue #45 items 2 and 4): the manager and worker-2 on the
-newest set of versions.env (Kubernetes 1.37, JobSet 0.12, Trainer 2.3: the manager has their
-CRDs, worker-2 runs them), worker-1 and worker-3 on the pinned one (1.34, JobSet 0.10,
-Trainer 2.1); worker-1 has RTX A1000 nodes, worker-2 and worker-3 H100s. Each kind runs to
-Complete on the manager from a worker of either version, its status copied back without a
-validation error on either side; a TrainJob's flavors go into kfed's own podTemplateOverrides
-on a worker of Trainer 2.1 and into a runtime patch of its own on one of Trainer 2.3, which
-eviction removes (the user's kept). A Job fails over from one version to the other, never
-running twice.
+newest set of versions.env (Kubernetes 1.37, JobSet 0.12, Trainer 2.3, KubeRay 1.6.2: the
+manager has their CRDs, worker-2 runs them), worker-1 and worker-3 on the pinned one (1.34,
+JobSet 0.10, Trainer 2.1, KubeRay 1.5.1); worker-1 has RTX A1000 nodes, worker-2 and
+worker-3 H100s. Each kind runs to Complete (a RayCluster: ready) on the manager from a worker
+of either version, its status copied back without a validation error on either side; a
+TrainJob's flavors go into kfed's own podTemplateOverrides on a worker of Trainer 2.1 and into
+a runtime patch of its own on one of Trainer 2.3, which eviction removes (the user's kept). A
+Job fails over from one version to the other, never running twice.
 
 The newest set is built on demand (``make binaries-newest``): where it is not built these
 tests skip and say so."""
@@ -31,6 +31,7 @@ from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.raycluster import RAYCLUSTER
 from manager.controllers.jobkinds.trainjob import (
     CLUSTER_TRAINING_RUNTIMES,
     TRAINJOB,
@@ -48,7 +49,7 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.conftest import _start, _state_root
-from tests.integration.controllers.builders import jobset
+from tests.integration.controllers.builders import jobset, raycluster
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed, register_workers
 from tests.integration.federation.runs import RunWatch
@@ -94,7 +95,7 @@ def mixed(
         root=_state_root(tmp_path_factory),
         tie_to_parent=True,
         # Each cluster's operators (the manager's CRDs) come from its own set.
-        operators=("jobset", "trainer"),
+        operators=("jobset", "trainer", "kuberay"),
         dra=False,
         versions="newest",
         cluster_versions={"worker-1": "pinned", "worker-3": "pinned"},
@@ -247,7 +248,7 @@ async def test_the_fleet_runs_two_kubernetes_minors(bed: Bed) -> None:
         assert got["gitVersion"] == f"v{wanted}", (cluster, got)
     for worker in bed.worker_apis:
         running = bed.fed.cluster(worker).processes
-        assert {"jobset", "trainer"} <= set(running), worker
+        assert {"jobset", "trainer", "kuberay"} <= set(running), worker
     for cluster, shape in SHAPE_OF.items():
         api = bed.manager_api if cluster == "manager" else bed.worker_apis[cluster]
         assert await served_shape(api) == shape, cluster
@@ -367,3 +368,50 @@ async def test_a_trainjob_evicted_under_trainer_2_3_loses_kfeds_runtime_patch_on
     )
     done = await wait_for(lambda: outcome(wapi, TRAINJOB, name), timeout=180, what=f"{name} ended")
     assert done is True
+
+
+async def test_a_raycluster_is_ready_on_the_manager_from_a_worker_of_either_kuberay(
+    bed: Bed,
+) -> None:
+    """Item 4's KubeRay: one RayCluster per worker (KubeRay 1.5.1 on worker-1, 1.6.2 on
+    worker-2), each ready there under its operator and ready on the manager (whose CRD is
+    1.6.2's); deleted on the manager, each is deleted on its worker."""
+    api = bed.manager_api
+    await bed.start_federation()
+    names = {worker: f"ray-on-{worker}" for worker in MODEL_OF}
+    for worker, name in names.items():
+        body = raycluster(NS, name, "gpu-lq", gpu_workers=1, model=MODEL_OF[worker])
+        body["metadata"]["annotations"] = {ALLOWED_CLUSTERS_ANNOTATION: worker}
+        await api.create(RAYCLUSTER.resource, body, NS)
+
+    async def ready(cluster_api: KubeApi, name: str) -> bool:
+        try:
+            found = await cluster_api.get(RAYCLUSTER.resource, name, NS)
+        except errors.NotFound:
+            return False
+        return (found.get("status") or {}).get("state") == "ready"
+
+    for worker, name in names.items():
+        where = await wait_for(
+            lambda n=name: placed_on(api, RAYCLUSTER, n),  # type: ignore[misc]
+            timeout=90,
+            what=f"{name} placed",
+        )
+        assert where == worker, f"{name} is allowed only on {worker}"
+        await wait_for(
+            lambda n=name: ready(api, n),  # type: ignore[misc]
+            timeout=120,
+            what=f"{name} ready on the manager",
+        )
+        assert await ready(bed.worker_apis[worker], name)
+    for worker, name in names.items():
+        await api.delete(RAYCLUSTER.resource, name, NS)
+
+        async def gone(w: str = worker, n: str = name) -> bool:
+            try:
+                await bed.worker_apis[w].get(RAYCLUSTER.resource, n, NS)
+            except errors.NotFound:
+                return True
+            return False
+
+        await wait_for(gone, timeout=60, what=f"{name} gone from {worker}")
