@@ -14,7 +14,6 @@ import json
 import ssl
 import subprocess
 import time
-from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -334,9 +333,7 @@ class LocalCluster:
             return False
         return status == 200
 
-    def wait_ready(self, *, timeout: float = 90.0, exited_ok: Collection[str] = ()) -> None:
-        """Until its kube-apiserver serves; a process that exited (but those of
-        ``exited_ok``) ends the wait with its log."""
+    def wait_ready(self, *, timeout: float = 90.0, exited_ok: tuple[str, ...] = ()) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for proc in self.processes.values():

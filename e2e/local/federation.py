@@ -191,7 +191,7 @@ class LocalFederation:
             # election ends the process once it cannot renew): as a kubelet restarts such a
             # pod, it starts again once the server serves.
             exited = [p for r, p in local.processes.items() if r in ops.OPERATORS and not p.alive]
-            local.wait_ready(timeout=timeout, exited_ok={p.role for p in exited})
+            local.wait_ready(timeout=timeout, exited_ok=tuple(p.role for p in exited))
             for operator in exited:
                 operator.start()
             self.save_state()
