@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kfed-installed
 BENCH_STAMP := $(VENV)/.kfed-bench-installed
 
-.PHONY: demo test lint unit integration binaries binaries-newest browser realnode crds chart image kind bench-scheduler bench-scheduler-upstream bench-apiserver bench-federation bench-jobsets bench-multikueue clean
+.PHONY: demo test lint unit integration binaries binaries-pinned binaries-newest browser realnode crds chart image kind bench-scheduler bench-scheduler-upstream bench-apiserver bench-federation bench-jobsets bench-multikueue clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,32 +21,24 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	touch $@
 
-## binaries: build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok, the
-## workers' operators (jobset, trainer, kuberay), upstream Kueue (the interop tests), promtool
-## (the alert rule tests) and Helm (the chart's tests), once; the five scripts run in parallel
+## binaries: everything the bed's set of versions.env needs (BED_VERSIONS, $KFED_BED_VERSIONS):
+## kube-apiserver, controller-manager, scheduler, kubectl, kubelet, etcd, kwok, the workers'
+## operators and upstream Kueue of that set (build-set.sh), with promtool (the alert rule
+## tests) and Helm (the chart's tests), once; the scripts run in parallel
+BED_VERSIONS ?= $(or $(KFED_BED_VERSIONS),$(shell sed -n 's/^BED_VERSIONS=//p' e2e/binaries/versions.env))
 binaries:
-	@bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
-	bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
-	bash e2e/binaries/build-kueue.sh kueue >/dev/null & kueue=$$!; \
+	@bash e2e/binaries/build-set.sh $(BED_VERSIONS) & bed=$$!; \
 	bash e2e/binaries/build-promtool.sh >/dev/null & prom=$$!; \
 	bash e2e/binaries/build-helm.sh >/dev/null & helm=$$!; \
-	failed=0; wait $$kube || failed=1; wait $$ops || failed=1; wait $$kueue || failed=1; wait $$prom || failed=1; \
-	wait $$helm || failed=1; \
+	failed=0; wait $$bed || failed=1; wait $$prom || failed=1; wait $$helm || failed=1; \
 	[ $$failed = 0 ] || { echo "make binaries: a build failed (see above)" >&2; exit 1; }
 
-## binaries-newest: the second set of versions.env (NEWEST_*: Kubernetes, etcd, kwok, the
-## workers' operators, and upstream Kueue with its scheduler harness), for mixed-version fleets (`python -m e2e up
-## --versions newest`) and interop with the newest Kueue; those tests run only where it is built. Not part of `make binaries`: a cold CI run stays inside its budget.
-binaries-newest:
-	@newest() { sed -n "s/^NEWEST_$$1=//p" e2e/binaries/versions.env; }; \
-	KFED_VERSIONS=newest bash e2e/binaries/build.sh >/dev/null & kube=$$!; \
-	KUEUE_VERSION=$$(newest KUEUE_VERSION) bash e2e/binaries/build-kueue.sh kueue harness >/dev/null & kueue=$$!; \
-	JOBSET_VERSION=$$(newest JOBSET_VERSION) TRAINER_VERSION=$$(newest TRAINER_VERSION) \
-	  KUBERAY_VERSION=$$(newest KUBERAY_VERSION) \
-	  TRAINING_OPERATOR_VERSION=$$(newest TRAINING_OPERATOR_VERSION) \
-	  MPI_OPERATOR_VERSION=$$(newest MPI_OPERATOR_VERSION) bash e2e/binaries/build-operators.sh >/dev/null & ops=$$!; \
-	failed=0; wait $$kube || failed=1; wait $$kueue || failed=1; wait $$ops || failed=1; \
-	[ $$failed = 0 ] || { echo "make binaries-newest: a build failed (see above)" >&2; exit 1; }
+## binaries-pinned, binaries-newest: one set of versions.env, whichever the bed runs: the other
+## set is for mixed-version fleets (`python -m e2e up --cluster-versions worker-1=pinned`) and
+## interop with the other Kueue release; those tests run only where both sets are built. Not
+## part of `make binaries`: a cold CI run stays inside its budget.
+binaries-pinned binaries-newest:
+	@bash e2e/binaries/build-set.sh $(@:binaries-%=%)
 
 ## browser: Debian's chromium, for the dashboard test (headless)
 browser:

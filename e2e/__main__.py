@@ -56,9 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--versions",
         choices=binaries.VERSION_SETS,
-        default="pinned",
-        help="which set of e2e/binaries/versions.env every cluster runs: pinned (Kubernetes "
-        "K8S_VERSION) or newest (NEWEST_K8S_VERSION, built on demand: `make binaries-newest`)",
+        default=None,
+        help="which set of e2e/binaries/versions.env every cluster runs: newest "
+        "(NEWEST_K8S_VERSION) or pinned (K8S_VERSION); default: the bed's (BED_VERSIONS, "
+        "$KFED_BED_VERSIONS), the other is built on demand (`make binaries-<set>`)",
     )
     up.add_argument(
         "--cluster-versions",
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: --cluster-versions: {err}", file=sys.stderr)
                 return 2
             print("checking the Go-built binaries (first run builds them: ~5 minutes)", flush=True)
-            for wanted_set in sorted({args.versions, *per_cluster.values()}):
+            for wanted_set in sorted({args.versions or binaries.bed_set(), *per_cluster.values()}):
                 binaries.ensure_built(wanted_set)
             fed = LocalFederation(
                 args.name,

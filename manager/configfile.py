@@ -38,7 +38,9 @@ from typing import Any
 import yaml
 
 from manager.api import constants as C
+from manager.api import externalframeworks as external
 from manager.configschema import CONFIGURATION, V1BETA1, V1BETA2, SchemaError, node_at, walk
+from manager.controllers.jobkinds.external import built_in
 from manager.controllers.jobkinds.registry import KINDS
 
 API_VERSIONS = (V1BETA1, V1BETA2)
@@ -88,6 +90,15 @@ def _json(value: Any, where: str) -> str:
     return json.dumps(value)
 
 
+def _external(value: Any, where: str) -> str:
+    """``multiKueue.externalFrameworks`` (``[{name: Kind.version.group}]``), checked as
+    upstream checks it, as its flag's comma-separated names."""
+    try:
+        return ",".join(external.check(multikueue=value, built_in=built_in()).federated)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
 def _switch(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: expected true or false, got {value!r}")
@@ -107,6 +118,9 @@ ACTED_ON: dict[str, tuple[str, Converter]] = {
     "multiKueue.workerLostTimeout": ("worker_lost_timeout", _duration),
     "multiKueue.dispatcherName": ("dispatch_mode", _text),
     "multiKueue.incrementalDispatcherConfig.stepSize": ("incremental_step", _text),
+    "multiKueue.externalFrameworks": ("external_frameworks", _external),
+    "multiKueue.clusterProfile.accessProviders": ("cluster_profile_providers", _json),
+    "multiKueue.clusterProfile.credentialsProviders": ("cluster_profile_providers", _json),
     "resources.deviceClassMappings": ("device_class_mappings", _json),
     "fairSharing.enable": ("fair_sharing", _switch),
     "fairSharing.preemptionStrategies": ("fair_sharing_preemption_strategies", _names),
@@ -121,6 +135,10 @@ IGNORED = "Kueue's setting has no equivalent in kfed; ignored"
 STEP_GATE = "MultiKueueIncrementalDispatcherConfig"
 """Upstream's feature gate (beta, on, since v0.19) without which it ignores ``stepSize``."""
 INCREMENTAL = (C.MULTIKUEUE_DISPATCHER_INCREMENTAL, "incremental")
+PROFILE_GATE = "MultiKueueClusterProfile"
+"""Upstream's alpha gate for ``clusterProfileRef``: kfed reads ClusterProfiles without it."""
+CUSTOM_JOBS_GATE = "MultiKueueAdaptersForCustomJobs"
+"""Upstream's feature gate (beta, on, since v0.15) of MultiKueue's generic adapter."""
 
 
 def defaults_from(text: str, parser: argparse.ArgumentParser | None = None) -> Loaded:
@@ -197,6 +215,8 @@ def _upstream(
         elif path in ACTED_ON:
             dest, read = ACTED_ON[path]
             given[dest] = (path, read(value, path))
+        elif path == "integrations.externalFrameworks":
+            _external_integrations(value)
         elif path == "featureGates":
             warnings += _feature_gates(value, given)
         elif path == "leaderElection.leaderElect":
@@ -205,7 +225,29 @@ def _upstream(
         elif path != "fairSharing":  # ``fairSharing: {}`` (v1beta2): fair sharing on
             warnings.append(f"{path}: {IGNORED}")
     _incremental_config_needs_its_dispatcher(body)
+    profiles = (body.get("multiKueue") or {}).get("clusterProfile") or {}
+    if profiles.get("accessProviders") and profiles.get("credentialsProviders"):
+        raise ConfigError(
+            "multiKueue.clusterProfile: accessProviders and credentialsProviders (its deprecated "
+            "name) are mutually exclusive, as in Kueue"
+        )
+    if gates.get(CUSTOM_JOBS_GATE) is False and "external_frameworks" in given:
+        del given["external_frameworks"]
+        warnings.append(
+            f"multiKueue.externalFrameworks: ignored, as Kueue ignores it with "
+            f"featureGates.{CUSTOM_JOBS_GATE} false"
+        )
     return warnings
+
+
+def _external_integrations(value: Any) -> None:
+    """``integrations.externalFrameworks``: checked as upstream checks it, and otherwise
+    nothing to do: kfed admits a Workload whatever kind owns it, and never makes one for a
+    kind it has no adapter for (docs/jobs.md, External frameworks)."""
+    try:
+        external.check(integrations=value, built_in=built_in())
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 GATES_ACTED_ON = {
@@ -222,7 +264,10 @@ def _feature_gates(gates: Any, given: dict[str, tuple[str, str | bool]]) -> list
         path = f"featureGates.{gate}"
         if gate in GATES_ACTED_ON:
             given[GATES_ACTED_ON[gate]] = (path, _switch(value, path))
-        elif gate != STEP_GATE:  # read with the step it governs
+        elif gate == PROFILE_GATE:
+            if value is not True:
+                warnings.append(f"{path}: kfed always reads ClusterProfiles; ignored")
+        elif gate not in (STEP_GATE, CUSTOM_JOBS_GATE):  # read with what they govern
             warnings.append(f"{path}: {IGNORED}")
     return warnings
 

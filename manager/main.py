@@ -24,6 +24,7 @@ from pathlib import Path
 from manager import configfile
 from manager.api import knobs
 from manager.controllers.flags import add_controller_flags, controller_settings_from
+from manager.controllers.jobkinds import external as external_kinds
 from manager.federation.runtime import FederationController
 from manager.federation.settings import FederationSettings, duration
 from manager.federation.webhooks.admission_webhook import ManagerWebhook
@@ -188,6 +189,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(problem)
     try:
         args.controller_settings = controller_settings_from(args, role="manager")
+        external_kinds.check_federated(args.external_frameworks)
     except ValueError as err:
         p.error(str(err))
     return args

@@ -7,7 +7,7 @@ kubernetes_asyncio clients, and unique names.
 - ``full_federation``: opt-in; manager + 3 workers with controller-manager, scheduler and kwok
   fake GPU nodes (worker-1: gpu.model=rtx-a1000, worker-2 and worker-3: gpu.model=h100), and
   on each worker the batch operators JobSet, Kubeflow Trainer, KubeRay, Kubeflow's
-  training-operator and the MPI operator (the manager has their CRDs only).
+  training-operator, the MPI operator and LeaderWorkerSet (the manager has their CRDs only).
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def full_federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalF
         full=True,
         root=_state_root(tmp_path_factory),
         tie_to_parent=True,
-        operators=("jobset", "trainer", "kuberay", "training-operator", "mpi-operator"),
+        operators=("jobset", "trainer", "kuberay", "training-operator", "mpi-operator", "lws"),
     )
     _start(fed)
     try:

@@ -47,7 +47,7 @@ from manager.api import constants as C
 from manager.api.view import labels_of
 from manager.controllers import eventreasons as told
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.base import JobKind, merge_fields
 from manager.controllers.jobkinds.informers import JobInformers
 from manager.federation.decisions.leftovers import FENCED_ANNOTATION
 from manager.federation.settings import (
@@ -317,10 +317,10 @@ class Fencing:
         suspended = True
         for kind, job in jobs:
             name = job["metadata"]["name"]
-            patch = {
-                **kind.suspend_fields(True),
-                "metadata": {"annotations": {FENCED_ANNOTATION: reason}},
-            }
+            patch = merge_fields(
+                kind.suspend_fields(True, job),
+                {"metadata": {"annotations": {FENCED_ANNOTATION: reason}}},
+            )
             try:
                 await self.api.patch(kind.resource, name, patch, namespace)
             except errors.NotFound:

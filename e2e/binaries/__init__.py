@@ -39,13 +39,29 @@ def _pins(path: Path = VERSIONS_FILE) -> dict[str, str]:
 
 
 VERSION_SETS = ("pinned", "newest")
-"""The two sets of versions.env: ``pinned`` (K8S_VERSION, ...) is the bed's default;
-``newest`` (NEWEST_K8S_VERSION, ...) is built on demand (``KFED_VERSIONS=newest build.sh``,
-``make binaries-newest``) for mixed-version fleets."""
+"""The two sets of versions.env: ``pinned`` (K8S_VERSION, ...: the releases kfed was built
+on) and ``newest`` (NEWEST_K8S_VERSION, ...: the newest the module proxy serves). One of them
+is the bed's (``bed_set``), built by ``make binaries``; the other is built on demand for
+mixed-version fleets."""
 
 
-def read_versions(path: Path = VERSIONS_FILE, *, versions: str = "pinned") -> Versions:
-    """The Kubernetes, etcd and kwok versions of one set of versions.env."""
+def bed_set() -> str:
+    """The set every cluster of a bed runs unless told otherwise: ``$KFED_BED_VERSIONS``, else
+    versions.env's BED_VERSIONS."""
+    chosen = os.environ.get("KFED_BED_VERSIONS") or _pins().get("BED_VERSIONS", "pinned")
+    if chosen not in VERSION_SETS:
+        raise ValueError(f"the bed's set must be one of {', '.join(VERSION_SETS)}, not {chosen!r}")
+    return chosen
+
+
+def other_set() -> str:
+    """The set that is not the bed's: built on demand, for the version-skew tests."""
+    return next(s for s in VERSION_SETS if s != bed_set())
+
+
+def read_versions(path: Path = VERSIONS_FILE, *, versions: str | None = None) -> Versions:
+    """The Kubernetes, etcd and kwok versions of one set of versions.env (default: the bed's)."""
+    versions = versions or bed_set()
     if versions not in VERSION_SETS:
         raise ValueError(f"versions must be one of {', '.join(VERSION_SETS)}, not {versions!r}")
     values = _pins(path)
@@ -87,18 +103,15 @@ def _dir_of(binary: str, versions: Versions) -> Path:
     return root / f"k8s-v{versions.kubernetes}"
 
 
-def path_of(binary: str, *, versions: str = "pinned") -> Path:
+def path_of(binary: str, *, versions: str | None = None) -> Path:
     """Path of a built binary (kube-apiserver, kube-controller-manager, kube-scheduler,
     kubectl, kubelet, etcd, kwok) of a set of versions; raises BinariesMissing when it has
     not been built yet."""
+    versions = versions or bed_set()
     directory = _dir_of(binary, read_versions(versions=versions))
     path = directory / binary
     if not (directory / ".done").exists() or not path.exists():
-        how = (
-            f"`KFED_VERSIONS=newest bash {BUILD_SCRIPT}` (or `make binaries-newest`)"
-            if versions == "newest"
-            else f"`bash {BUILD_SCRIPT}` (or `make binaries`)"
-        )
+        how = f"`KFED_VERSIONS={versions} bash {BUILD_SCRIPT}` (or `make binaries-{versions}`)"
         raise BinariesMissing(f"{binary} is not built in {directory}: run {how} first")
     return path
 
@@ -111,6 +124,7 @@ OPERATOR_BINARIES: dict[str, tuple[str, str]] = {
     "kuberay": ("KUBERAY_VERSION", "ray-operator"),
     "training-operator": ("TRAINING_OPERATOR_VERSION", "training-operator"),
     "mpi-operator": ("MPI_OPERATOR_VERSION", "mpi-operator"),
+    "lws": ("LWS_VERSION", "lws"),
 }
 
 
@@ -120,24 +134,31 @@ def operator_missing(problem: str) -> BinariesMissing:
     )
 
 
-def operator_dir(name: str, *, versions: str = "pinned") -> Path:
+def operator_dir(name: str, *, versions: str | None = None) -> Path:
     """Directory of a built operator (``OPERATOR_BINARIES``) of a set of versions: its
     binary, crds/ and, for some, webhook/ and runtimes/; raises BinariesMissing when it has
     not been built yet."""
     if name not in OPERATOR_BINARIES:
         raise KeyError(f"no operator {name!r}; known: {', '.join(OPERATOR_BINARIES)}")
-    if versions not in VERSION_SETS:
-        raise ValueError(f"versions must be one of {', '.join(VERSION_SETS)}, not {versions!r}")
-    pin, binary = OPERATOR_BINARIES[name]
-    prefix = "NEWEST_" if versions == "newest" else ""
-    directory = cache_dir() / "bin" / f"{name}-v{_pins()[prefix + pin]}"
+    versions = versions or bed_set()
+    binary = OPERATOR_BINARIES[name][1]
+    directory = cache_dir() / "bin" / f"{name}-v{operator_version(name, versions=versions)}"
     if not (directory / ".done").exists() or not (directory / binary).exists():
-        how = " (the newest set: `make binaries-newest`)" if versions == "newest" else ""
+        how = f" (the {versions} set: `make binaries-{versions}`)"
         raise operator_missing(f"operator {name} ({binary}) is not built in {directory}{how}")
     return directory
 
 
-def operator_path(name: str, *, versions: str = "pinned") -> Path:
+def operator_version(name: str, *, versions: str | None = None) -> str:
+    """The version of an operator (``OPERATOR_BINARIES``) a set of versions.env pins."""
+    versions = versions or bed_set()
+    if versions not in VERSION_SETS:
+        raise ValueError(f"versions must be one of {', '.join(VERSION_SETS)}, not {versions!r}")
+    prefix = "NEWEST_" if versions == "newest" else ""
+    return _pins()[prefix + OPERATOR_BINARIES[name][0]]
+
+
+def operator_path(name: str, *, versions: str | None = None) -> Path:
     """Path of a built operator's binary; raises BinariesMissing when it is not built."""
     return operator_dir(name, versions=versions) / OPERATOR_BINARIES[name][1]
 
@@ -166,8 +187,14 @@ def kueue_dir(target: str = "kueue") -> Path:
 
 
 def kueue_version() -> str:
-    """The pinned version, or ``$KUEUE_VERSION`` (as build-kueue.sh reads it)."""
-    return os.environ.get("KUEUE_VERSION") or _pins()["KUEUE_VERSION"]
+    """``$KUEUE_VERSION`` (as build-kueue.sh reads it), else the bed's set's."""
+    return os.environ.get("KUEUE_VERSION") or bed_kueue_version()
+
+
+def bed_kueue_version() -> str:
+    """The upstream Kueue release of the bed's set (what ``make binaries`` builds)."""
+    pinned, newest = kueue_versions()
+    return newest if bed_set() == "newest" else pinned
 
 
 def kueue_versions() -> tuple[str, str]:
@@ -203,7 +230,7 @@ def helm_path() -> Path:
     return directory / "helm"
 
 
-def ensure_built(versions: str = "pinned") -> None:
+def ensure_built(versions: str | None = None) -> None:
     """Build whatever is missing of a set of versions (a no-op when everything is cached)."""
-    env = {**os.environ, "KFED_VERSIONS": versions}
+    env = {**os.environ, "KFED_VERSIONS": versions or bed_set()}
     subprocess.run(["bash", str(BUILD_SCRIPT)], check=True, stdout=subprocess.DEVNULL, env=env)

@@ -14,13 +14,17 @@
 #
 # Built with the module's own go.mod and go.sum (-mod=readonly): the dependency set upstream
 # released. Usage: build-kueue.sh [kueue] [harness] (default: kueue). Idempotent: each target
-# is skipped when its stamp exists. KUEUE_VERSION (no leading v) overrides the pin in
-# versions.env. Prints the directory last.
+# is skipped when its stamp exists. The version is the bed's set's (NEWEST_KUEUE_VERSION when
+# BED_VERSIONS, or $KFED_BED_VERSIONS, is newest; else KUEUE_VERSION); KUEUE_VERSION in the
+# environment (no leading v) overrides it. Prints the directory last.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 pinned() { sed -n "s/^$1=//p" "$here/versions.env"; }
-VERSION=${KUEUE_VERSION:-$(pinned KUEUE_VERSION)}
+bed_set=${KFED_BED_VERSIONS:-$(pinned BED_VERSIONS)}
+bed_pin=KUEUE_VERSION
+[ "$bed_set" = newest ] && bed_pin=NEWEST_KUEUE_VERSION
+VERSION=${KUEUE_VERSION:-$(pinned $bed_pin)}
 module=sigs.k8s.io/kueue
 
 cache=${KFED_CACHE_DIR:-$HOME/.cache/kfed}

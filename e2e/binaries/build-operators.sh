@@ -6,9 +6,11 @@
 #   ray-operator                github.com/ray-project/kuberay/ray-operator   (module root main.go)
 #   training-operator           github.com/kubeflow/training-operator         (cmd/training-operator.v1)
 #   mpi-operator                github.com/kubeflow/mpi-operator              (cmd/mpi-operator)
+#   lws                         sigs.k8s.io/lws                               (cmd)
 # into $KFED_CACHE_DIR/bin/<name>-v<version>/ (default ~/.cache/kfed), with the module's CRD
 # YAMLs copied beside the binary in crds/ (for the trainer, also its stock ClusterTrainingRuntimes
-# in runtimes/; for jobset and the trainer, also the module's webhook manifests.yaml in webhook/).
+# in runtimes/; for jobset, the trainer and lws, also the module's webhook manifests.yaml in
+# webhook/).
 # All three pin k8s.io/* v0.34.1 and controller-runtime v0.22, the same minor as the test bed's
 # Kubernetes; trainer v2.1.0 itself requires sigs.k8s.io/jobset v0.10.1, so the JobSet pin
 # follows it. The Kubeflow v1 training-operator (PyTorchJob, kubeflow.org/v1) and the MPI
@@ -26,9 +28,9 @@
 # $KFED_CACHE_DIR/build/<name>-v<version>.log and is shown if it fails.
 # Versions are pinned in versions.env; JOBSET_VERSION, TRAINER_VERSION, KUBERAY_VERSION in the
 # environment override them (no leading v).
-# TRAINING_OPERATOR_VERSION and MPI_OPERATOR_VERSION likewise. Positional arguments build only
-# the operators named (jobset trainer kuberay training-operator mpi-operator), e.g.
-# `build-operators.sh training-operator mpi-operator`; none: all five.
+# TRAINING_OPERATOR_VERSION, MPI_OPERATOR_VERSION and LWS_VERSION likewise. Positional arguments
+# build only the operators named (jobset trainer kuberay training-operator mpi-operator lws),
+# e.g. `build-operators.sh training-operator mpi-operator`; none: all six.
 # Prints the bin directories built last, ':'-separated (jobset:trainer:kuberay:... by default).
 #
 # Running them against a bare control plane (etcd + kube-apiserver; checked with the test bed's
@@ -83,6 +85,7 @@ TRAINER_VERSION=${TRAINER_VERSION:-$(pinned TRAINER_VERSION)}
 KUBERAY_VERSION=${KUBERAY_VERSION:-$(pinned KUBERAY_VERSION)}
 TRAINING_OPERATOR_VERSION=${TRAINING_OPERATOR_VERSION:-$(pinned TRAINING_OPERATOR_VERSION)}
 MPI_OPERATOR_VERSION=${MPI_OPERATOR_VERSION:-$(pinned MPI_OPERATOR_VERSION)}
+LWS_VERSION=${LWS_VERSION:-$(pinned LWS_VERSION)}
 
 cache=${KFED_CACHE_DIR:-$HOME/.cache/kfed}
 jobset_dir="$cache/bin/jobset-v$JOBSET_VERSION"
@@ -90,6 +93,7 @@ trainer_dir="$cache/bin/trainer-v$TRAINER_VERSION"
 kuberay_dir="$cache/bin/kuberay-v$KUBERAY_VERSION"
 training_operator_dir="$cache/bin/training-operator-v$TRAINING_OPERATOR_VERSION"
 mpi_operator_dir="$cache/bin/mpi-operator-v$MPI_OPERATOR_VERSION"
+lws_dir="$cache/bin/lws-v$LWS_VERSION"
 work="$cache/build"
 
 build_tag=build-operators
@@ -201,8 +205,13 @@ build_mpi_operator() {
     "-X github.com/kubeflow/mpi-operator/pkg/version.Version=v$MPI_OPERATOR_VERSION" \
     patch_mpi_health_addr
 }
+build_lws() {
+  build_operator lws "$LWS_VERSION" sigs.k8s.io/lws ./cmd lws "$lws_dir" config/crd/bases \
+    "-X sigs.k8s.io/lws/pkg/version.GitVersion=v$LWS_VERSION"
+  copy_webhooks sigs.k8s.io/lws "$LWS_VERSION" config/webhook "$lws_dir"
+}
 
-all_operators=(jobset trainer kuberay training-operator mpi-operator)
+all_operators=(jobset trainer kuberay training-operator mpi-operator lws)
 wanted=("$@")
 [ "${#wanted[@]}" -gt 0 ] || wanted=("${all_operators[@]}")
 dirs=()
@@ -213,6 +222,7 @@ for op in "${wanted[@]}"; do
     kuberay) dirs+=("$kuberay_dir") ;;
     training-operator) dirs+=("$training_operator_dir") ;;
     mpi-operator) dirs+=("$mpi_operator_dir") ;;
+    lws) dirs+=("$lws_dir") ;;
     *) die "unknown operator '$op'; known: ${all_operators[*]}" ;;
   esac
 done

@@ -12,8 +12,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
-# KFED_VERSIONS=newest builds the second set of versions.env (the NEWEST_* pins) instead.
-case "${KFED_VERSIONS:-pinned}" in
+# KFED_VERSIONS=newest|pinned names the set of versions.env to build (NEWEST_* pins or the
+# plain ones); default: the bed's ($KFED_BED_VERSIONS, else BED_VERSIONS).
+KFED_VERSIONS=${KFED_VERSIONS:-${KFED_BED_VERSIONS:-$BED_VERSIONS}}
+case "$KFED_VERSIONS" in
   pinned) ;;
   newest) K8S_VERSION=$NEWEST_K8S_VERSION ETCD_VERSION=$NEWEST_ETCD_VERSION KWOK_VERSION=$NEWEST_KWOK_VERSION ;;
   *) echo "build.sh: KFED_VERSIONS must be pinned or newest, not ${KFED_VERSIONS}" >&2; exit 2 ;;

@@ -44,7 +44,7 @@ class LocalCluster:
     dra: bool = False
     """Full mode with DRA: the alpha DRA gates on (``dra.FEATURE_GATES``), the
     resource-claim controller running, DeviceClasses and ResourceSlices from ``nodes``."""
-    versions: str = "pinned"
+    versions: str = field(default_factory=binaries.bed_set)
     """The set of versions.env its binaries come from (a mixed fleet runs both)."""
     operator_versions: str | None = None  # see operators_set
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
@@ -220,18 +220,13 @@ class LocalCluster:
         return [dra.feature_gates_flag()] if self.dra else []
 
     def _controllers(self) -> str:
-        # Only what Jobs need (and, with DRA, what makes pods' claims from their templates),
-        # plus the aggregation of ClusterRoles (view/edit/admin gather kfed's roles for people,
-        # deploy/roles). No node-lifecycle controller: kwok nodes send no real heartbeats and
-        # must not be tainted or evicted.
-        controllers = [
-            "job-controller",
-            "clusterrole-aggregation-controller",
-            "garbage-collector-controller",
-            "namespace-controller",
-            "ttl-after-finished-controller",
-            "pod-garbage-collector-controller",
-        ]
+        # Only what Jobs, StatefulSets and Deployments need (and, with DRA, what makes pods'
+        # claims from their templates), plus the aggregation of ClusterRoles (view/edit/admin
+        # gather kfed's roles for people, deploy/roles). No node-lifecycle controller: kwok
+        # nodes send no real heartbeats and must not be tainted or evicted.
+        names = "job statefulset deployment replicaset clusterrole-aggregation garbage-collector"
+        names += " namespace ttl-after-finished pod-garbage-collector"
+        controllers = [f"{name}-controller" for name in names.split()]
         if self.dra:
             controllers.append(dra.CONTROLLER)
         return "--controllers=" + ",".join(controllers)
@@ -357,7 +352,10 @@ class LocalCluster:
 
     def dra_manifests(self) -> list[dict[str, Any]]:
         """With ``dra``: the DeviceClasses and ResourceSlices of its nodes' GPUs."""
-        return kwoknodes.dra_manifests(self.name, self.nodes) if self.dra else []
+        if not self.dra:
+            return []
+        kubernetes = binaries.read_versions(versions=self.versions).kubernetes
+        return kwoknodes.dra_manifests(self.name, self.nodes, kubernetes=kubernetes)
 
     def create_nodes(self) -> None:
         """The kwok nodes and, with ``dra``, their devices: one kubectl call."""

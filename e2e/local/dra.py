@@ -240,6 +240,41 @@ def resource_slice(node: str, devices: Devices) -> dict[str, Any]:
     }
 
 
+COUNTERS_APART_FROM = (1, 35)
+"""From Kubernetes 1.35 a ResourceSlice holds devices or shared counters, never both ("only
+one of `sharedCounters` or `devices` is allowed"); until then a device's ``consumesCounters``
+must name a counter set of its own slice."""
+
+
+def counters_apart(kubernetes: str) -> bool:
+    """Whether a cluster of this Kubernetes version wants a node's counters in a slice apart."""
+    major, minor = (int(part) for part in kubernetes.split(".")[:2])
+    return (major, minor) >= COUNTERS_APART_FROM
+
+
+def resource_slices(node: str, devices: Devices, *, kubernetes: str) -> list[dict[str, Any]]:
+    """The ResourceSlices of ``node``'s devices, in the shape its Kubernetes version takes:
+    ``resource_slice``'s one, or (partitioned GPUs from 1.35) its counters in a slice of their
+    own and its devices in another, both of the node's pool (``resourceSliceCount`` 2)."""
+    whole = resource_slice(node, devices)
+    spec = whole["spec"]
+    if "sharedCounters" not in spec or not counters_apart(kubernetes):
+        return [whole]
+    pool = {**spec["pool"], "resourceSliceCount": 2}
+    counters = {
+        **whole,
+        "metadata": {**whole["metadata"], "name": f"{whole['metadata']['name']}-counters"},
+        "spec": {
+            "driver": spec["driver"],
+            "pool": pool,
+            "nodeName": node,
+            "sharedCounters": spec.pop("sharedCounters"),
+        },
+    }
+    spec["pool"] = pool
+    return [counters, whole]
+
+
 def _selector(model: str, profile: str) -> dict[str, Any]:
     attrs = f'device.attributes["{DRIVER}"]'
     expression = (

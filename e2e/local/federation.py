@@ -65,7 +65,7 @@ class LocalFederation:
         tie_to_parent: bool = False,
         operators: Iterable[str] = (),
         dra: bool | None = None,
-        versions: str = "pinned",
+        versions: str | None = None,
         cluster_versions: Mapping[str, str] | None = None,
         operator_versions: str | None = None,
     ) -> None:
@@ -74,9 +74,10 @@ class LocalFederation:
         (default: on with ``full``) turns on the DRA parts of the full bed: the alpha DRA
         feature gates, the resource-claim controller, and DeviceClasses and ResourceSlices
         for the node groups with ``devices:`` (e2e/local/dra.py). ``versions`` is the set of
-        versions.env the clusters run (``pinned`` or ``newest``); ``cluster_versions`` names
-        another for some of them (a mixed-version fleet); ``operator_versions`` the set every
-        cluster's operators come from (default: each cluster's own)."""
+        versions.env the clusters run (``pinned`` or ``newest``; default: the bed's,
+        ``binaries.bed_set``); ``cluster_versions`` names another for some of them (a
+        mixed-version fleet); ``operator_versions`` the set every cluster's operators come
+        from (default: each cluster's own)."""
         self.name = name
         self.directory = (root or state_root()) / name
         self.full = full
@@ -100,7 +101,7 @@ class LocalFederation:
                 nodes=node_sets.get(cluster_name, []),
                 tie_to_parent=tie_to_parent,
                 dra=self.dra,
-                versions=(cluster_versions or {}).get(cluster_name, versions),
+                versions=(cluster_versions or {}).get(cluster_name, versions or binaries.bed_set()),
                 operator_versions=operator_versions,
             )
 
@@ -135,7 +136,9 @@ class LocalFederation:
                     cluster.wait_nodes_ready()
                     count = sum(g.count for g in cluster.nodes)
                     devices = sum(
-                        1 for m in cluster.dra_manifests() if m["kind"] == "ResourceSlice"
+                        1
+                        for m in cluster.dra_manifests()
+                        if m["kind"] == "ResourceSlice" and "devices" in m["spec"]
                     )
                     with_dra = f", {devices} with DRA devices" if devices else ""
                     say(

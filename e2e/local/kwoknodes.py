@@ -76,15 +76,18 @@ def node_manifests(cluster: str, groups: list[NodeGroup]) -> list[dict[str, Any]
     return manifests
 
 
-def dra_manifests(cluster: str, groups: list[NodeGroup]) -> list[dict[str, Any]]:
-    """A DeviceClass per GPU model (and partition profile) of ``groups``, and a ResourceSlice
-    per node whose group has ``devices``."""
+def dra_manifests(
+    cluster: str, groups: list[NodeGroup], *, kubernetes: str
+) -> list[dict[str, Any]]:
+    """A DeviceClass per GPU model (and partition profile) of ``groups``, and the
+    ResourceSlices of each node whose group has ``devices`` (as ``kubernetes`` takes them)."""
     groups = [g for g in groups if g.devices is not None]
     classes = dra.device_classes(g.devices for g in groups if g.devices is not None)
     slices = [
-        dra.resource_slice(f"{cluster}-{g.name}-{i}", g.devices)
+        made
         for g in groups
         if g.devices is not None
         for i in range(g.count)
+        for made in dra.resource_slices(f"{cluster}-{g.name}-{i}", g.devices, kubernetes=kubernetes)
     ]
     return classes + slices

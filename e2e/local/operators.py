@@ -1,12 +1,13 @@
 """The batch operators a full local worker cluster runs: JobSet, Kubeflow Trainer v2, KubeRay,
-Kubeflow's training-operator v1 (PyTorchJob) and the MPI operator v2 (MPIJob).
+Kubeflow's training-operator v1 (PyTorchJob), the MPI operator v2 (MPIJob) and LeaderWorkerSet.
 
 Each runs as one more process of its LocalCluster (role = operator name, log in the cluster's
 ``logs/``), from the binaries ``build-operators.sh`` caches, exactly as that script's header
 says they must run against a bare control plane: leader election off, every port a free one on
 127.0.0.1, webhooks served with a certificate of our own CA and registered by URL (never a
-Service: there is no kube-proxy), CRDs applied server-side before anything starts. Nothing is
-read from a network at run time: CRDs, webhook manifests and runtimes come from the cache.
+Service: there is no kube-proxy), CRDs applied server-side before anything starts
+(``operatorcommands.py`` has each one's command line). Nothing is read from a network at run
+time: CRDs, webhook manifests and runtimes come from the cache.
 """
 
 from __future__ import annotations
@@ -26,12 +27,20 @@ from e2e import binaries
 from e2e.local import pki
 from e2e.local.cluster import LocalCluster
 from e2e.local.errors import ClusterStartError, KubectlError
+from e2e.local.operatorcommands import HOST, MPI_LOCK_NAMESPACE, WEBHOOK_PROBES, command
 from e2e.local.ports import free_ports
 from e2e.waiting import wait_for_sync
 
 # Also the order they start in: JobSet's CRDs must be served before the trainer starts (it
 # watches JobSets from startup).
-OPERATORS: tuple[str, ...] = ("jobset", "trainer", "kuberay", "training-operator", "mpi-operator")
+OPERATORS: tuple[str, ...] = (
+    "jobset",
+    "trainer",
+    "kuberay",
+    "training-operator",
+    "mpi-operator",
+    "lws",
+)
 WITHOUT_WEBHOOKS = ("kuberay", "training-operator", "mpi-operator")
 """Operators whose webhooks the bed does not register: KubeRay's are off unless
 ENABLE_WEBHOOKS=true, the MPI operator has none, and the training-operator's only validate (its
@@ -43,41 +52,19 @@ TRAINING_OPERATOR_CERT_FILE = Path("/tmp/k8s-webhook-server/serving-certs/tls.cr
 """The rotator of training-operator v1.9.2 waits for this fixed file to exist (in a pod, its
 Secret's volume) before any controller starts; it never reads it, nor does its webhook server
 (which reads $TMPDIR's): the bed writes a placeholder once per host."""
-MPI_LOCK_NAMESPACE = "mpi-operator"
-"""The MPI operator always elects a leader, with a Lease in this namespace."""
 # A TrainJob runs as a JobSet: without the JobSet controller the trainer cannot do anything.
 _NEEDS = {"trainer": "jobset"}
-HOST = "127.0.0.1"
 FIELD_MANAGER = "kfed-operators"
 # As JobSet's config/components/webhook/patches: its pod webhooks see JobSet pods only, so a
 # stopped jobset never blocks other pods.
 JOBSET_POD_SELECTOR: dict[str, Any] = {
     "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]
 }
-# What proves JobSet's webhooks serve: the defaulting and validating webhooks both run on a
-# server-side dry run, and nothing is stored.
-_PROBE_JOBSET: dict[str, Any] = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2",
-    "kind": "JobSet",
-    "metadata": {"name": "kfed-webhook-probe", "namespace": "default"},
-    "spec": {
-        "replicatedJobs": [
-            {
-                "name": "probe",
-                "template": {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "restartPolicy": "Never",
-                                "containers": [{"name": "probe", "image": "busybox"}],
-                            }
-                        }
-                    }
-                },
-            }
-        ]
-    },
+LWS_POD_SELECTOR: dict[str, Any] = {
+    "matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}]
 }
+"""Likewise LWS's (its config/webhook patches): its pod webhooks see LeaderWorkerSet pods."""
+POD_SELECTORS = {"jobset": JOBSET_POD_SELECTOR, "lws": LWS_POD_SELECTOR}
 
 
 def _namespace(name: str) -> dict[str, Any]:
@@ -111,8 +98,8 @@ def check_names(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(n for n in OPERATORS if n in wanted)
 
 
-def webhook_file(name: str, versions: str = "pinned") -> Path | None:
-    """The module's webhook manifests.yaml beside the binary (jobset and trainer have one)."""
+def webhook_file(name: str, versions: str | None = None) -> Path | None:
+    """The module's webhook manifests.yaml beside the binary (jobset, trainer, lws)."""
     if name in WITHOUT_WEBHOOKS:
         return None
     path = binaries.operator_dir(name, versions=versions) / "webhook" / "manifests.yaml"
@@ -122,7 +109,7 @@ def webhook_file(name: str, versions: str = "pinned") -> Path | None:
     return path
 
 
-def require_built(names: Iterable[str], versions: str = "pinned") -> None:
+def require_built(names: Iterable[str], versions: str | None = None) -> None:
     """Raise BinariesMissing (naming build-operators.sh) before anything starts."""
     for name in names:
         binaries.operator_path(name, versions=versions)
@@ -135,7 +122,7 @@ def webhook_configurations(
     """Rewrite a kubebuilder webhook manifests.yaml for a local operator: each webhook's
     Service clientConfig becomes ``https://127.0.0.1:<port><path>`` with our CA as caBundle,
     each configuration is named ``<prefix>-<name>`` (jobset and trainer ship the same names),
-    and pod webhooks see JobSet pods only."""
+    and pod webhooks see the operator's own pods only (``POD_SELECTORS``)."""
     bundle = base64.b64encode(ca_pem).decode()
     result = []
     for doc in yaml.safe_load_all(manifests):
@@ -147,7 +134,10 @@ def webhook_configurations(
             path = hook["clientConfig"]["service"]["path"]
             hook["clientConfig"] = {"url": f"https://{HOST}:{port}{path}", "caBundle": bundle}
             if any("pods" in rule.get("resources", []) for rule in hook.get("rules", [])):
-                hook["objectSelector"] = copy.deepcopy(JOBSET_POD_SELECTOR)
+                # Others (upstream Kueue's): JobSet's, as before LWS had its own.
+                hook["objectSelector"] = copy.deepcopy(
+                    POD_SELECTORS.get(prefix, JOBSET_POD_SELECTOR)
+                )
         result.append(out)
     return result
 
@@ -232,8 +222,15 @@ class ClusterOperators:
         for name in self.names:
             health, metrics, webhook = next(ports), next(ports), next(ports)
             self.health_ports[name] = health
-            argv, env = self._command(
-                name, serving, health=health, metrics=metrics, webhook=webhook
+            argv, env = command(
+                name,
+                kubeconfig=self.cluster.kubeconfig,
+                home=self.directory / name,
+                versions=self.cluster.operators_set,
+                serving=serving,
+                health=health,
+                metrics=metrics,
+                webhook=webhook,
             )
             manifests = webhook_file(name, self.cluster.operators_set)
             if manifests is not None:
@@ -271,87 +268,6 @@ class ClusterOperators:
         if objects:
             self.cluster.apply_objects(objects, field_manager=FIELD_MANAGER)
 
-    def _command(
-        self, name: str, serving: pki.KeyPair, *, health: int, metrics: int, webhook: int
-    ) -> tuple[list[str], dict[str, str] | None]:
-        binary = str(binaries.operator_path(name, versions=self.cluster.operators_set))
-        kubeconfig = f"--kubeconfig={self.cluster.kubeconfig}"
-        home = self.directory / name
-        if name == "mpi-operator":
-            # Its health server's address comes from KFED_HEALTH_ADDR (build-operators.sh's
-            # patch; released, a constant :8080); KUBECONFIG, when set, wins over its flag.
-            mpi_env = {
-                "KFED_HEALTH_ADDR": f"{HOST}:{health}",
-                "KUBECONFIG": str(self.cluster.kubeconfig),
-            }
-            return [
-                binary,
-                f"--kubeConfig={self.cluster.kubeconfig}",
-                f"--lock-namespace={MPI_LOCK_NAMESPACE}",
-                "--threadiness=4",
-            ], mpi_env
-        if name == "training-operator":
-            # As the trainer: its webhook server reads $TMPDIR/k8s-webhook-server/serving-certs.
-            tmp = home / "tmp"
-            certs = tmp / "k8s-webhook-server" / "serving-certs"
-            certs.mkdir(parents=True, exist_ok=True)
-            serving.write(certs, "tls")
-            return [
-                binary,
-                kubeconfig,
-                "--enable-scheme=pytorchjob",
-                "--leader-elect=false",
-                f"--metrics-bind-address={HOST}:{metrics}",
-                f"--health-probe-bind-address={HOST}:{health}",
-                f"--webhook-server-port={webhook}",
-                "--zap-encoder=console",
-            ], {"TMPDIR": str(tmp)}
-        if name == "kuberay":
-            return [
-                binary,
-                kubeconfig,
-                "--enable-leader-election=false",
-                f"--metrics-addr={HOST}:{metrics}",
-                f"--health-probe-bind-address={HOST}:{health}",
-                "--log-stdout-encoder=console",
-            ], None
-        if name == "jobset":
-            certs = home / "certs"
-            certs.mkdir(parents=True, exist_ok=True)
-            serving.write(certs, "tls")
-            config = {
-                "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-                "kind": "Configuration",
-                "leaderElection": {"leaderElect": False},
-                # Else it wants a jobset-system Secret and a fixed /tmp directory.
-                "internalCertManagement": {"enable": False},
-                "webhook": {"port": webhook, "host": HOST, "certDir": str(certs)},
-                "metrics": {"bindAddress": f"{HOST}:{metrics}", "certDir": str(certs)},
-                "health": {"healthProbeBindAddress": f"{HOST}:{health}"},
-            }
-            env = None
-        else:  # trainer
-            # It reads its certificate from $TMPDIR/k8s-webhook-server/serving-certs only:
-            # one TMPDIR per instance keeps the workers' trainers apart.
-            tmp = home / "tmp"
-            certs = tmp / "k8s-webhook-server" / "serving-certs"
-            certs.mkdir(parents=True, exist_ok=True)
-            serving.write(certs, "tls")
-            config = {
-                "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
-                "kind": "Configuration",
-                "leaderElection": {"leaderElect": False},
-                "certManagement": {"enable": False},
-                # host must be set: without it v2.1.0 dies of a nil pointer.
-                "webhook": {"port": webhook, "host": HOST},
-                "metrics": {"bindAddress": f"{HOST}:{metrics}", "secureServing": False},
-                "health": {"healthProbeBindAddress": f"{HOST}:{health}"},
-            }
-            env = {"TMPDIR": str(tmp)}
-        path = home / "config.yaml"
-        path.write_text(yaml.safe_dump(config))
-        return [binary, kubeconfig, f"--config={path}", "--zap-encoder=console"], env
-
     # -- readiness ---------------------------------------------------------------------
 
     def _alive_or_raise(self, name: str) -> None:
@@ -388,8 +304,8 @@ class ClusterOperators:
 
     def wait_ready(self, *, timeout: float = 120.0) -> None:
         """Until each operator's /readyz answers and its webhooks serve: a dry-run JobSet
-        passes JobSet's webhooks; the trainer's stock ClusterTrainingRuntimes (installed
-        here, a TrainJob names one) pass the trainer's."""
+        (LeaderWorkerSet) passes JobSet's (LWS's) webhooks; the trainer's stock
+        ClusterTrainingRuntimes (installed here, a TrainJob names one) pass the trainer's."""
         for name in self.names:
             wait_for_sync(
                 lambda n=name: self._healthy(n),  # type: ignore[misc]
@@ -397,19 +313,15 @@ class ClusterOperators:
                 interval=0.2,
                 what=f"{self.cluster.name}: {name} /readyz",
             )
-        if "jobset" in self.names:
+        for name in (n for n in self.names if n in WEBHOOK_PROBES):
+            probe = json.dumps(WEBHOOK_PROBES[name])
             wait_for_sync(
-                lambda: self._kubectl_ok(
-                    "jobset",
-                    "create",
-                    "--dry-run=server",
-                    "-f",
-                    "-",
-                    input=json.dumps(_PROBE_JOBSET),
+                lambda n=name, p=probe: self._kubectl_ok(  # type: ignore[misc]
+                    n, "create", "--dry-run=server", "-f", "-", input=p
                 ),
                 timeout=timeout,
                 interval=0.3,
-                what=f"{self.cluster.name}: JobSet webhooks serving",
+                what=f"{self.cluster.name}: {name} webhooks serving",
             )
         if "trainer" in self.names:
             trainer = binaries.operator_dir("trainer", versions=self.cluster.operators_set)

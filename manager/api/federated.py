@@ -60,15 +60,16 @@ class KubeconfigSource:
 
 
 def kubeconfig_source(mk_cluster: Obj | None) -> KubeconfigSource:
-    """The one reading of ``spec.clusterSource`` (manager, CLI, drills): kfed reads Secrets
-    only; a ``clusterProfileRef`` or a ``Path`` location is refused with a reason."""
+    """The one reading of ``spec.clusterSource`` (manager, CLI, drills): the kubeconfig
+    Secret's name; a ``clusterProfileRef`` has none (the manager's registry reads those,
+    manager/federation/workers/profilesource.py), and a ``Path`` location is refused."""
     source = at(mk_cluster, "spec", "clusterSource")
     if source.get("clusterProfileRef"):
         return KubeconfigSource(
             None,
             (
                 C.REASON_BAD_CLUSTER_PROFILE,
-                "clusterProfileRef is not supported by kfed; use kubeConfig",
+                "registered by a ClusterProfile: it has no kubeconfig Secret",
             ),
         )
     kc = at(source, "kubeConfig")

@@ -1,7 +1,8 @@
 """MultiKueueConfig and MultiKueueCluster: the worker clusters a manager dispatches to.
 
-A MultiKueueCluster says how to reach one worker (a kubeconfig in a Secret); a
-MultiKueueConfig lists, in order, the clusters an AdmissionCheck may dispatch to.
+A MultiKueueCluster says how to reach one worker (a kubeconfig in a Secret, or a
+ClusterProfile of the cluster inventory API); a MultiKueueConfig lists, in order, the
+clusters an AdmissionCheck may dispatch to.
 kfed adds ``kfed.io/maintenance: cordon|drain`` as an annotation on a MultiKueueCluster,
 never as a field.
 """
@@ -87,7 +88,8 @@ class KubeConfig(KubeModel):
 
 
 class ClusterProfileReference(KubeModel):
-    """A ClusterProfile (sigs.k8s.io/cluster-inventory-api) describing the worker."""
+    """A ClusterProfile (sigs.k8s.io/cluster-inventory-api) describing the worker, in the
+    manager's namespace."""
 
     name: Annotated[str, Field(min_length=1, max_length=256)]
     """The ClusterProfile's name."""
@@ -108,7 +110,8 @@ class ClusterSource(KubeModel):
     kube_config: KubeConfig | None = None
     """Where the worker's kubeconfig is kept."""
     cluster_profile_ref: ClusterProfileReference | None = None
-    """Accepted for compatibility; kfed does not connect through ClusterProfiles."""
+    """A ClusterProfile in the manager's namespace: its access providers give the worker's
+    endpoint, the manager's configured plugin its credentials (docs/clusterprofile.md)."""
 
 
 class MultiKueueClusterSpec(KubeModel):

@@ -1,7 +1,8 @@
 """Job manifests as users write them: read, validate as a kind of job kfed queues (a
-``batch/v1`` Job, a JobSet, a TrainJob, a RayCluster, a PyTorchJob, an MPIJob:
-``jobkinds/registry.py``), and prepare for the manager's queue (queue label, ``suspend: true``
-where the kind keeps it). Pure: no cluster is contacted."""
+``batch/v1`` Job, a JobSet, a TrainJob, a RayCluster, a PyTorchJob, an MPIJob, a
+LeaderWorkerSet: ``jobkinds/registry.py``), and prepare for the manager's queue (queue label,
+``suspend: true`` where the kind keeps it, a LeaderWorkerSet held at zero replicas). Pure: no
+cluster is contacted."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from manager.api.batch import Job
 from manager.api.view import MalformedObject, at, labels_of
 from manager.cli.common import load_yaml_documents, usage_error
 from manager.controllers.jobkinds import registry
-from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.base import JobKind, merge_fields
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 
 Obj = dict[str, Any]
@@ -128,18 +129,16 @@ def prepare(job: Obj, *, queue: str | None) -> tuple[Obj, list[str]]:
             "with the LocalQueue to submit it to"
         )
     meta["labels"] = labels
-    # Where the kind keeps it: spec.suspend, a Kubeflow job's spec.runPolicy.suspend.
-    path = (kind_of(prepared) or BATCH_JOB).suspend_path
-    holder = prepared
-    for key in path[:-1]:
-        if not isinstance(holder.get(key), dict):
-            holder[key] = {}
-        holder = holder[key]
+    # Where the kind keeps it: spec.suspend, a Kubeflow job's spec.runPolicy.suspend; a
+    # LeaderWorkerSet is held at zero replicas instead (jobkinds/leaderworkerset.py).
+    kind = kind_of(prepared) or BATCH_JOB
+    path = kind.suspend_path
     warnings = []
-    if holder.get(path[-1]) is False:
+    if at(prepared, *path[:-1]).get(path[-1]) is False:
         warnings.append(
             f"{display_name(prepared)} sets {'.'.join(path)}: false; kfed keeps it suspended "
             "until it is admitted, so it is submitted suspended"
         )
-    holder[path[-1]] = True
+    if not kind.is_suspended(prepared):
+        prepared = merge_fields(prepared, kind.suspend_fields(True, prepared))
     return prepared, warnings

@@ -142,15 +142,15 @@ def command(
     """Submit the job(s) in FILE ('-' for stdin) to the manager cluster.
 
     Every YAML document must be a valid job of a kind kfed queues: a batch/v1 Job, a JobSet,
-    a Kubeflow TrainJob, a RayCluster, a PyTorchJob or an MPIJob (exit 2 otherwise; nothing
-    is created). kfed adds the queue label (--queue) and spec.suspend: true (a PyTorchJob's
-    or MPIJob's spec.runPolicy.suspend), checks that the LocalQueue exists in the
-    job's namespace (its metadata.namespace, else -n/--namespace, else the kubeconfig
-    context's namespace, else default; -n contradicting a manifest's is exit 2, as in
-    kubectl), creates the jobs, then shows
-    progress until each job's Workload passes the MultiKueue admission check and prints the
-    worker it runs on. On timeout it prints why each job still waits (its queue or admission
-    check message) and exits 1; the jobs stay queued.
+    a Kubeflow TrainJob, a RayCluster, a PyTorchJob, an MPIJob or a LeaderWorkerSet (exit 2
+    otherwise; nothing is created). kfed adds the queue label (--queue) and spec.suspend: true
+    (a PyTorchJob's or MPIJob's spec.runPolicy.suspend; a LeaderWorkerSet is held at zero
+    replicas, its count in the annotation kfed.io/held-replicas), checks that the LocalQueue
+    exists in the job's namespace (its metadata.namespace, else -n/--namespace, else the
+    kubeconfig context's namespace, else default; -n contradicting a manifest's is exit 2, as
+    in kubectl), creates the jobs, then shows progress until each job's Workload passes the
+    MultiKueue admission check and prints the worker it runs on. On timeout it prints why each
+    job still waits (its queue or admission check message) and exits 1; the jobs stay queued.
 
     \b
     Example:

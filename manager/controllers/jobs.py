@@ -132,6 +132,7 @@ class JobController:
                 told.finished_workload(self.state.events, job, written)
             return None
         runnable = ws.is_admitted(wl) and not ws.is_evicted(wl) and ws.is_active(wl)
+        runnable = runnable and not self.kind.held_for_worker(job)  # its worker runs it
         suspended = self.kind.is_suspended(job)
         if suspended and not runnable and await self._follow_queue_label(job, wl):
             return None
@@ -142,7 +143,7 @@ class JobController:
             await self._start(job, wl)
         elif not runnable and not suspended:
             # A running job's templates are immutable: suspend first, restore afterwards.
-            if await self._patch_job(job, self.kind.suspend_fields(True)) is not None:
+            if await self._patch_job(job, self.kind.suspend_fields(True, job)) is not None:
                 told.stopped(self.state.events, job, wl)
         elif not runnable and self.kind.templates_mutable(job):
             await self._restore(job, wl)
@@ -203,7 +204,7 @@ class JobController:
 
     async def _keep_suspended(self, job: Obj) -> None:
         if not self.kind.is_suspended(job):
-            await self._patch_job(job, self.kind.suspend_fields(True))
+            await self._patch_job(job, self.kind.suspend_fields(True, job))
 
     async def _patch_job(self, job: Obj, patch: Obj) -> Obj | None:
         """The job as written (None: it is gone)."""

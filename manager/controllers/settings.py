@@ -50,6 +50,9 @@ class ControllerSettings:
         "trainer.kubeflow.org/trainjob",
         "kubeflow.org/pytorchjob",
         "kubeflow.org/mpijob",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "statefulset",
+        "deployment",
     )
     """Kinds of job to queue (Kueue's ``integrations.frameworks``; ``jobkinds/registry.py``).
     ``batch/job`` is always on; another kind starts once its CRD is served."""

@@ -84,8 +84,8 @@ class WorkloadController:
         if found is None:
             return True
         kind, job = found
-        if job is None:
-            return True
+        if job is None or not kind.suspendable:
+            return True  # a kind kfed cannot suspend: its own controller stops it
         if kind.managed_by(job) == C.MULTIKUEUE_MANAGED_BY:
             # Its pods run on a worker: the stop checks above say whether they are gone.
             return kind.is_suspended(job)

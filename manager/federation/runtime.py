@@ -18,6 +18,7 @@ from manager.controllers.runtime import ClusterController, run_workers
 from manager.controllers.settings import ControllerSettings
 from manager.federation.decisions import checkstatus, colocation
 from manager.federation.engine.dispatch import Dispatcher
+from manager.federation.engine.externalkinds import ExternalKinds
 from manager.federation.engine.managerquota import ManagerQuota
 from manager.federation.engine.statuswrites import StatusWrites
 from manager.federation.settings import FederationSettings
@@ -60,6 +61,10 @@ class FederationController:
         # and the dispatcher's reconcile.
         self.registry = ClusterRegistry(api, self.settings, status=self.status, clock=clock)
         self.dispatcher = Dispatcher(self.manager, self.registry, self.settings, clock=clock)
+        self.external_kinds = ExternalKinds(
+            self.settings.external_frameworks, self.manager.state, self.registry.kinds
+        )
+        """``multiKueue.externalFrameworks``: federated once found on the manager."""
         self.registry.listen(self.dispatcher)
         self.manager_quota = (
             ManagerQuota(self.manager.state, self.registry, self.status)
@@ -88,9 +93,11 @@ class FederationController:
         return devicecatalogue.merged(parts)
 
     async def run(self) -> None:
+        await self.external_kinds.find()  # before the manager runs its informers: it runs them
         tasks = [
             asyncio.create_task(self.manager.run(), name="manager-cluster"),
             asyncio.create_task(self.registry.run(), name="registry"),
+            asyncio.create_task(self.external_kinds.run(), name="external-kinds"),
         ]
         try:
             await self.manager.synced.wait()

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from manager.api import constants as C
+from manager.api.externalframeworks import names_flag
 from manager.api.knobs import knob
+from manager.federation.accessproviders import Provider, parse_providers
 from manager.federation.decisions.retention import parse_duration
 
 
@@ -68,6 +70,14 @@ def dispatch_mode(text: str) -> DispatchMode:
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {names}") from None
 
 
+def providers(text: str) -> tuple[Provider, ...]:
+    """ClusterProfile access providers from their JSON (Kueue's ``accessProviders``)."""
+    try:
+        return parse_providers(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def duration(text: str) -> float:
     """Seconds, from ``90``, ``90s``, ``10m``, ``1h30m``."""
     try:
@@ -93,6 +103,15 @@ class FederationSettings:
         "value of the origin label on remote objects (upstream's default); managers that share "
         "workers must use distinct origins",
         config="multiKueue.origin",
+    )
+    external_frameworks: tuple[str, ...] = knob(
+        (),
+        "--multikueue-external-frameworks",
+        "kinds of job kfed has no adapter for that it federates anyway, as MultiKueue's generic "
+        "adapter does (comma-separated Kind.version.group; docs/jobs.md, External frameworks)",
+        config="multiKueue.externalFrameworks",
+        parse=names_flag,
+        metavar="KIND.VERSION.GROUP,...",
     )
     manager_identity: str = "kfed-manager"
     """This manager's name (``--identity``: its host and pid by default)."""
@@ -236,6 +255,24 @@ class FederationSettings:
         "seconds before a worker's kubeconfig token or client certificate expires that its "
         "MultiKueueCluster gets the kfed.io/CredentialsExpiring condition, an Event and a "
         "dashboard warning",
+        parse=duration,
+    )
+    cluster_profile_providers: tuple[Provider, ...] = knob(
+        (),
+        "--cluster-profile-providers",
+        "JSON list of ClusterProfile access providers ({name, execConfig: {command, args, env, "
+        "apiVersion, provideClusterInfo}}): how a worker registered by a ClusterProfile gets "
+        "its credentials, the only credentials plugins the manager runs (docs/clusterprofile.md)",
+        config="multiKueue.clusterProfile.accessProviders",
+        parse=providers,
+        metavar="JSON",
+    )
+    cluster_profile_drain_timeout: float = knob(
+        600.0,
+        "--cluster-profile-drain-timeout",
+        "seconds a worker whose ClusterProfile was deleted is kept, drained, for its workloads "
+        "to move elsewhere before it is let go (what is left then moves once it has surely "
+        "fenced it)",
         parse=duration,
     )
 

@@ -95,3 +95,7 @@ COHORTS = of(Cohort.resource)
 ADMISSION_CHECKS = of(AdmissionCheck.resource)
 MULTIKUEUE_CONFIGS = of(MultiKueueConfig.resource)
 MULTIKUEUE_CLUSTERS = of(MultiKueueCluster.resource)
+CLUSTER_PROFILES = Resource(
+    "multicluster.x-k8s.io", "v1alpha1", "clusterprofiles", "ClusterProfile", True
+)
+"""The cluster inventory API's ClusterProfile (manager/api/clusterprofile.py): read only."""

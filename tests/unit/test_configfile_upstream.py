@@ -27,16 +27,15 @@ RELEASES = ("v0.17.0", "v0.18.6", "v0.19.2")
 NOT_FEDERATED_BEFORE_V019 = (
     "ray.io/rayjob, ray.io/rayservice, kubeflow.org/paddlejob, "
     "kubeflow.org/tfjob, kubeflow.org/xgboostjob, kubeflow.org/jaxjob, "
-    "workload.codeflare.dev/appwrapper, pod, deployment, statefulset, "
-    "leaderworkerset.x-k8s.io/leaderworkerset"
+    "workload.codeflare.dev/appwrapper, pod"
 )
 NOT_FEDERATED_V019 = (  # v0.19.2's file leaves the Kubeflow training operators' jobs out
-    "ray.io/rayjob, ray.io/rayservice, workload.codeflare.dev/appwrapper, "
-    "pod, deployment, statefulset, leaderworkerset.x-k8s.io/leaderworkerset"
+    "ray.io/rayjob, ray.io/rayservice, workload.codeflare.dev/appwrapper, pod"
 )
 KFED_ALL = (
     "batch/job, jobset.x-k8s.io/jobset, ray.io/raycluster, trainer.kubeflow.org/trainjob, "
-    "kubeflow.org/pytorchjob, kubeflow.org/mpijob"
+    "kubeflow.org/pytorchjob, kubeflow.org/mpijob, leaderworkerset.x-k8s.io/leaderworkerset, "
+    "statefulset, deployment"
 )
 RELEASE_FILE_WARNS = [
     "health.healthProbeBindAddress",
@@ -46,13 +45,14 @@ RELEASE_FILE_WARNS = [
     "controller.groupKindConcurrency",
     "integrations.frameworks",
 ]
+SERVING_KINDS = ",deployment,statefulset,leaderworkerset.x-k8s.io/leaderworkerset"
 KFED_KINDS_BEFORE_V019 = (
     "batch/job,kubeflow.org/mpijob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
-    "kubeflow.org/pytorchjob,trainer.kubeflow.org/trainjob"
+    "kubeflow.org/pytorchjob,trainer.kubeflow.org/trainjob" + SERVING_KINDS
 )
 KFED_KINDS_V019 = (
     "batch/job,kubeflow.org/mpijob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
-    "trainer.kubeflow.org/trainjob"
+    "trainer.kubeflow.org/trainjob" + SERVING_KINDS
 )
 
 
@@ -125,7 +125,7 @@ def test_upstreams_multikueue_manager_configuration_starts_the_manager() -> None
         "tls.cipherSuites",
     ]
     assert warning_of(args, "integrations.frameworks").endswith(
-        "integrations.frameworks: pod, deployment, statefulset: Kueue integrations kfed does not "
+        "integrations.frameworks: pod: Kueue integrations kfed does not "
         f"federate; ignored (kfed's: {KFED_ALL})"
     )
     # featureGates.MultiKueueManagerQuotaAutomation: true is acted on (docs/federation.md).
@@ -136,7 +136,7 @@ def test_upstreams_multikueue_manager_configuration_starts_the_manager() -> None
         "LessThanOrEqualToFinalShare",
         "LessThanInitialShare",
     ]
-    assert controllers.integrations == ("batch/job",)
+    assert controllers.integrations == ("batch/job", "deployment", "statefulset")
 
 
 def test_an_upstream_v1beta1_configuration_starts_the_manager() -> None:

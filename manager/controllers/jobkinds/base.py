@@ -86,6 +86,12 @@ class JobKind(ABC):
     """Where its suspend flag is (a Kubeflow job's: ``spec.runPolicy.suspend``)."""
     managed_by_path: tuple[str, ...] = ("spec", "managedBy")
     """Where its ``managedBy`` is (a Kubeflow job's: ``spec.runPolicy.managedBy``)."""
+    suspendable = True
+    """kfed knows how to suspend it (its ``suspend_path``); False for a kind it does not know
+    (``external.py``), whose own controller answers for stopping it."""
+    workload_finished_by_job = True
+    """Its Workload is finished from its status (kfed's job controller, or the worker's
+    status copied back); False: from the worker's Workload, as upstream's MultiKueue does."""
     upstream_managed_by_field = "spec.managedBy"
     """How upstream MultiKueue's refusal of a job not managed by it names the field (the
     training-operator kinds' says ``spec.managedBy`` too, an MPIJob's its real path)."""
@@ -116,8 +122,9 @@ class JobKind(ABC):
     def is_suspended(self, job: Obj) -> bool:
         return bool(at(job, *self.suspend_path[:-1]).get(self.suspend_path[-1]))
 
-    def suspend_fields(self, suspend: bool) -> Obj:
-        """The merge-patch fields that suspend (or resume) it."""
+    def suspend_fields(self, suspend: bool, job: Obj | None = None) -> Obj:
+        """The merge-patch fields that suspend (or resume) ``job``: a kind without a suspend
+        flag holds a job in a way that depends on it (a LeaderWorkerSet: its replicas)."""
         return nested(self.suspend_path, suspend)
 
     def pod_selector(self, name: str) -> str:
@@ -148,18 +155,44 @@ class JobKind(ABC):
         """The spec of a worker's copy of this job: the manager's, suspended (it runs once
         the worker admits its Workload), without ``managedBy`` (the worker's own controller
         of the kind runs it)."""
-        spec = copy_json(dict(at(job, "spec")))
-        holder: Any = spec
-        for key in self.managed_by_path[1:-1]:
+        return self._for_worker(job, "spec", copy_json(dict(at(job, "spec"))))
+
+    def metadata_for_worker(self, job: Obj, meta: Obj) -> Obj:
+        """The metadata of a worker's copy (``meta``: the manager's, as copied there), for a
+        kind that keeps its suspension or ``managedBy`` in it (a LeaderWorkerSet's
+        annotations): suspended, without ``managedBy``. Most kinds: ``meta`` as it is."""
+        return self._for_worker(job, "metadata", meta)
+
+    def _for_worker(self, job: Obj, part: str, content: Obj) -> Obj:
+        body: Obj = {part: content}
+        holder: Any = body
+        for key in self.managed_by_path[:-1]:
             holder = holder.get(key) if isinstance(holder, dict) else None
         if isinstance(holder, dict):
             holder.pop(self.managed_by_path[-1], None)
-        return _merge(spec, self.suspend_fields(True)["spec"])
+        suspended = at(self.suspend_fields(True, job), part)
+        return merge_fields(content, dict(suspended)) if suspended else content
 
     def status_for_manager(self, remote: Obj) -> Obj:
         """The status the manager's object takes from the worker's copy (all of it, by
         default: the manager's object only mirrors the run)."""
         return copy_json(dict(at(remote, "status")))
+
+    def held_for_worker(self, job: Obj) -> bool:
+        """The manager keeps ``job`` held while a worker runs its copy: a kind without
+        ``managedBy`` whose own controller runs on the manager too (kube-controller-manager's,
+        for a StatefulSet) would start pods there once resumed. Most kinds: False."""
+        return False
+
+    def mirrored_status(self, job: Obj) -> Obj:
+        """What the manager's object shows of its worker copy's status: its ``status``."""
+        return dict(at(job, "status"))
+
+    def status_write(self, job: Obj, patch: Obj) -> tuple[Obj, str | None]:
+        """The merge patch and its subresource that write ``patch`` (status fields; None
+        removes one) onto the manager's object (a kind whose ``status`` its own controller
+        owns there keeps the worker's elsewhere)."""
+        return {"status": patch}, "status"
 
     # -- the same for every kind -----------------------------------------------------------
 
@@ -212,9 +245,9 @@ class JobKind(ABC):
         """The merge patches, applied in order, that run it with these placements (one for
         most kinds; a kind whose templates may change only while suspended needs two)."""
         return [
-            _merge(
+            merge_fields(
                 merge_patch(job, self.with_templates(job, placements)),
-                self.suspend_fields(False),
+                self.suspend_fields(False, job),
             )
         ]
 
@@ -301,11 +334,12 @@ def merge_patch(old: Any, new: Any) -> Obj:
     return patch
 
 
-def _merge(a: Obj, b: Obj) -> Obj:
+def merge_fields(a: Obj, b: Obj) -> Obj:
+    """``a`` with the fields of ``b`` set, nested mappings merged (a copy; neither changes)."""
     result = dict(a)
     for key, value in b.items():
         if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = _merge(result[key], value)
+            result[key] = merge_fields(result[key], value)
         else:
             result[key] = value
     return result

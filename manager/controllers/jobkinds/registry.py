@@ -6,9 +6,11 @@ from __future__ import annotations
 from manager.controllers.jobkinds.base import JobKind, Obj
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.leaderworkerset import LEADERWORKERSET
 from manager.controllers.jobkinds.mpijob import MPIJOB
 from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.serving import DEPLOYMENT, STATEFULSET
 from manager.controllers.jobkinds.trainjob import TRAINJOB
 
 KINDS: dict[str, JobKind] = {
@@ -18,6 +20,9 @@ KINDS: dict[str, JobKind] = {
     "trainer.kubeflow.org/trainjob": TRAINJOB,
     "kubeflow.org/pytorchjob": PYTORCHJOB,
     "kubeflow.org/mpijob": MPIJOB,
+    "leaderworkerset.x-k8s.io/leaderworkerset": LEADERWORKERSET,
+    "statefulset": STATEFULSET,
+    "deployment": DEPLOYMENT,
 }
 """Integration name -> adapter. ``batch/job`` is always on."""
 

@@ -27,6 +27,9 @@ class SyncFacts:
     remote_ended: bool = False
     counters: tuple[str, ...] = ()
     """Status fields that count running pods, omitted by the worker once they drop to 0."""
+    finished_by_job: bool = True
+    """The manager's job controller finishes the Workload from the job's status; False (a
+    kind kfed does not know): the Workload is finished from the run's end, as upstream."""
     topology: Mapping[str, Any] | None = None
     """TAS: the worker copy's topology assignments (pod set -> ``topologyAssignment``) the
     manager's Workload does not show yet (None: nothing to bring back)."""
@@ -84,10 +87,13 @@ def sync(facts: SyncFacts | None) -> list[do.Action]:
 
 def finish(facts: SyncFacts | None, end: RunEnd | None) -> list[do.Action]:
     """The run on ``facts.cluster`` is the job's result: its job's final status, which the
-    manager's Job controller finishes the Workload from; without one (no manager job, or
+    manager's Job controller finishes the Workload from (for a kind kfed does not know,
+    the Workload is also finished from the run's end); without one (no manager job, or
     none there that counts), the Workload finished from the copy's or its job's end."""
     if facts is not None and facts.remote is not None:
-        return sync(facts)
+        if facts.finished_by_job or end is None:
+            return sync(facts)
+        return [*sync(facts), do.FinishWorkload(end.succeeded, end.message)]
     told = topology_back(facts)
     if end is None:
         return told

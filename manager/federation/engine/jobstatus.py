@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from manager.api.view import at
 from manager.controllers import workloadstatus as ws
 from manager.controllers.state import ClusterState
 from manager.federation.engine.lookups import Lookups
@@ -31,13 +30,10 @@ class JobStatus:
             return
         kind = self.look.kind_of(obj)
         meta = job["metadata"]
+        body, subresource = kind.status_write(job, patch)
         try:
             await self.state.api.patch(
-                kind.resource,
-                meta["name"],
-                {"status": patch},
-                meta["namespace"],
-                subresource="status",
+                kind.resource, meta["name"], body, meta["namespace"], subresource=subresource
             )
         except errors.NotFound:
             return
@@ -54,17 +50,13 @@ class JobStatus:
         """Its pods are gone from the worker: the manager's Job no longer shows them."""
         job = self.look.manager_job(obj)
         kind = self.look.kind_of(obj)
-        status = at(job, "status")
-        if job is None or not any(status.get(k) for k in kind.status_counters):
+        if job is None or not any(kind.mirrored_status(job).get(k) for k in kind.status_counters):
             return
         meta = job["metadata"]
+        body, subresource = kind.status_write(job, dict.fromkeys(kind.status_counters))
         with contextlib.suppress(errors.KubeError):
             await self.state.api.patch(
-                kind.resource,
-                meta["name"],
-                {"status": dict.fromkeys(kind.status_counters)},
-                meta["namespace"],
-                subresource="status",
+                kind.resource, meta["name"], body, meta["namespace"], subresource=subresource
             )
 
     async def finish_workload(self, obj: Obj, succeeded: bool, message: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from manager.api import constants as C
 from manager.api import federated
@@ -56,11 +56,11 @@ def foreign_reason(kind: str, foreign: Obj) -> str:
     )
 
 
-def kind_of_job(job: Obj) -> JobKind:
+def kind_of_job(job: Obj, kinds: Sequence[JobKind] = FEDERATED_KINDS) -> JobKind:
     """The kind of one of our remote jobs, by its apiVersion and kind (a Job when they are
     absent, as in list items)."""
     api_version, kind = job.get("apiVersion"), job.get("kind")
-    for candidate in FEDERATED_KINDS:
+    for candidate in kinds:
         if (candidate.resource.api_version, candidate.resource.kind) == (api_version, kind):
             return candidate
     return BATCH_JOB
@@ -136,13 +136,13 @@ class Lookups:
 
     def no_adapter(self, obj: Obj) -> str | None:
         """Upstream's rejection of a workload whose owner is of a kind MultiKueue cannot
-        dispatch (None: kfed can: ``remoteobjects.FEDERATED_KINDS``)."""
+        dispatch (None: kfed can: ``ClusterRegistry.kinds``)."""
         for ref in obj["metadata"].get("ownerReferences") or []:
             if not ref.get("controller"):
                 continue
             if any(
                 (ref.get("apiVersion"), ref.get("kind")) == (k.api_version, k.kind)
-                for k in (kind.resource for kind in FEDERATED_KINDS)
+                for k in (kind.resource for kind in self.registry.kinds)
             ):
                 return None
             group_version = str(ref.get("apiVersion", ""))
@@ -175,10 +175,9 @@ class Lookups:
         found = self.state.job_of(obj)
         return found[1] if found is not None else None
 
-    @staticmethod
-    def kind_of(obj: Obj) -> JobKind:
+    def kind_of(self, obj: Obj) -> JobKind:
         """The kind of job the workload was made for (a Job when no job owns it)."""
-        found = job_kinds.owner_of(obj, FEDERATED_KINDS)
+        found = job_kinds.owner_of(obj, tuple(self.registry.kinds))
         return found[0] if found is not None else BATCH_JOB
 
     def copies(self, key: str) -> dict[str, Obj]:
@@ -229,14 +228,15 @@ class Lookups:
             record = self.records.get(key)
             kept = record.ended_remote_jobs.get(remote.name) if record is not None else None
             if kept is not None:
-                jobs.append((kind_of_job(kept), kept))
+                jobs.append((kind_of_job(kept, self.registry.kinds), kept))
         return leftovers.run_end(run_facts(copy, jobs, self.records.was_stopped))
 
     def counts(self, remote: RemoteCluster, key: str, job: Obj) -> bool:
         """``job`` (of ours on ``remote``, ended) is a run that counts as the result, judged
         with the copy there."""
         copy = remote.workloads().get(key)
-        facts = run_facts(copy, [(kind_of_job(job), job)], self.records.was_stopped)
+        kind = kind_of_job(job, self.registry.kinds)
+        facts = run_facts(copy, [(kind, job)], self.records.was_stopped)
         return leftovers.run_end(facts) is leftovers.RunEnd.RESULT
 
     def remote_job_name(self, obj: Obj) -> str | None:

@@ -72,7 +72,7 @@ def remote_job(
     return {
         "apiVersion": kind.resource.api_version,
         "kind": kind.resource.kind,
-        "metadata": out_meta,
+        "metadata": kind.metadata_for_worker(manager_job, out_meta),
         "spec": kind.spec_for_worker(manager_job),
     }
 

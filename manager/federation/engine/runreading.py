@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from manager.api import constants as C
 from manager.api import draclaims
-from manager.api.view import at, items
+from manager.api.view import items
 from manager.controllers import conditions
 from manager.controllers import workloadstatus as ws
 from manager.controllers.jobkinds.base import JobKind
@@ -191,16 +191,17 @@ class RunReader:
         job = self.look.manager_job(obj)
         kind = self.look.kind_of(obj)
         remote_job = self.look.final_remote_job(remote, obj)
-        current = at(job, "status")
+        current = kind.mirrored_status(job) if job is not None else {}
         copied = remote.workloads().get(ws.key_of(obj))
         back = topologyback.to_bring_back(cluster, obj, copied, self.topology.of(remote))
         return jobsync.SyncFacts(
             cluster,
             current,
             kind.status_for_manager(remote_job) if job is not None and remote_job else None,
-            suspended=job is not None and kind.is_suspended(job),
+            suspended=job is not None and kind.is_suspended(job) and not kind.held_for_worker(job),
             remote_ended=remote_job is not None and kind.outcome(remote_job) is not None,
             counters=kind.status_counters,
+            finished_by_job=kind.workload_finished_by_job,
             topology=back[0] if back else None,
             topology_text=back[1] if back else "",
         )

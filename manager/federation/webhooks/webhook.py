@@ -140,8 +140,9 @@ def review_job(
 
     patch: list[dict[str, Any]] = []
     patched = copy.deepcopy(dict(job))  # as the patch so far leaves it
-    if _field(job, job_kind.suspend_path) is not True:
-        patch += _set_ops(patched, job_kind.suspend_path, True)
+    if not job_kind.is_suspended(patched):
+        for path, value in _leaves(job_kind.suspend_fields(True, patched)):
+            patch += _set_ops(patched, path, value)
     managed_by = _field(job, job_kind.managed_by_path)
     field_name = job_kind.managed_by_name()
     federated = uses_multikueue(namespace, queue)
@@ -170,6 +171,19 @@ def _field(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
             return None
         current = current.get(key)
     return current
+
+
+def _leaves(
+    fields: Mapping[str, Any], path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], Any]]:
+    """Each field a merge patch sets (``{"spec": {"suspend": true}}``: ``spec.suspend``)."""
+    found: list[tuple[tuple[str, ...], Any]] = []
+    for key, value in fields.items():
+        if isinstance(value, Mapping):
+            found += _leaves(value, (*path, key))
+        else:
+            found.append(((*path, key), value))
+    return found
 
 
 def _set_ops(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> list[dict[str, Any]]:
@@ -210,7 +224,7 @@ def review_job_update(
     new, old = request.get("object"), request.get("oldObject")
     if not isinstance(new, Mapping) or not isinstance(old, Mapping):
         return _malformed("the update request lacks the Job or its previous version")
-    if _field(new, job_kind.suspend_path) is True:
+    if job_kind.is_suspended(dict(new)):
         queue = _label(new, QUEUE_NAME_LABEL)
         namespace = request.get("namespace") or _meta(new).get("namespace")
         if not queue or queue == _label(old, QUEUE_NAME_LABEL) or not isinstance(queue, str):

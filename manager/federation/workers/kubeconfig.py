@@ -222,15 +222,27 @@ def check(text: str | bytes, *, context: str | None = None) -> CheckedKubeconfig
     if not (has_token or has_cert):
         raise _bad(f"user {user_name!r} has no credentials (token or client certificate data)")
 
-    reduced = {
+    reduced = single(cluster, user, cluster_name=cluster_name, user_name=user_name, context=name)
+    return CheckedKubeconfig(config=reduced, context=str(name), server=server)
+
+
+def single(
+    cluster: dict[str, Any],
+    user: dict[str, Any],
+    *,
+    cluster_name: Any,
+    user_name: Any,
+    context: Any,
+) -> dict[str, Any]:
+    """A kubeconfig of one cluster, one user and the one context that joins them."""
+    return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": cluster_name, "cluster": cluster}],
         "users": [{"name": user_name, "user": user}],
-        "contexts": [{"name": name, "context": {"cluster": cluster_name, "user": user_name}}],
-        "current-context": name,
+        "contexts": [{"name": context, "context": {"cluster": cluster_name, "user": user_name}}],
+        "current-context": context,
     }
-    return CheckedKubeconfig(config=reduced, context=str(name), server=server)
 
 
 # -- the Secret that holds a worker's kubeconfig ------------------------------------------------

@@ -1,6 +1,7 @@
 """Worker registration: MultiKueueCluster objects whose kubeconfig lives in a Secret (key
-``kubeconfig``) in the manager's namespace, grouped by MultiKueueConfigs that AdmissionChecks
-with controllerName ``kueue.x-k8s.io/multikueue`` reference.
+``kubeconfig``) in the manager's namespace, or that name a ClusterProfile there
+(profilesource.py), grouped by MultiKueueConfigs that AdmissionChecks with controllerName
+``kueue.x-k8s.io/multikueue`` reference.
 
 For each MultiKueueCluster the registry validates the kubeconfig (unsafe ones are refused
 with a reason), runs a RemoteCluster for it, and writes its ``Active`` condition. A change
@@ -24,12 +25,15 @@ from manager.api import federated
 from manager.api.view import items
 from manager.controllers import conditions
 from manager.controllers import eventreasons as told
+from manager.controllers.jobkinds.base import JobKind
 from manager.federation.decisions import references
 from manager.federation.engine.statuswrites import StatusWrites
 from manager.federation.settings import FederationSettings
 from manager.federation.workers import credentials, kubeconfig
 from manager.federation.workers.listener import WorkerListener
+from manager.federation.workers.profilesource import ProfileSource, Resolved, profile_name
 from manager.federation.workers.remote import RemoteCluster, cluster_identity
+from manager.federation.workers.remoteobjects import FEDERATED_KINDS
 from manager.kube import resources as R
 from manager.kube.api import KubeApi, Obj
 from manager.kube.events import EventRecorder
@@ -102,6 +106,9 @@ class ClusterRegistry:
         self.api = api
         self.settings = settings
         self.listeners: list[WorkerListener] = []
+        self.kinds: list[JobKind] = list(FEDERATED_KINDS)
+        """The kinds of job federated: kfed's own, and each external framework once found
+        (``engine/externalkinds.py``); every worker's connection follows this one list."""
         self.clusters: dict[str, ClusterEntry] = {}
         self.mk_clusters = Informer(api, R.MULTIKUEUE_CLUSTERS)
         self.mk_configs = Informer(api, R.MULTIKUEUE_CONFIGS)
@@ -116,6 +123,8 @@ class ClusterRegistry:
             informer.subscribe(self._on_event)
         self.mk_configs.subscribe(lambda _: self._notify())
         self.mk_clusters.subscribe(self._on_cluster_event)
+        self.profiles = ProfileSource(api, settings, self._dirty.set, clock)
+        """Workers registered by a ClusterProfile: their kubeconfig, and their drain."""
         self.status = status or StatusWrites(api, EventRecorder(None, component="kfed"))
         """Its one door for writes: the MultiKueueClusters' status, and the Events."""
 
@@ -211,6 +220,7 @@ class ClusterRegistry:
             # Inside the try: a term cancelled during this read must stop the informers too.
             self.manager_identity = await cluster_identity(self.api)
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
+            await self.profiles.start()
             while True:
                 self._dirty.clear()
                 await self._sync()
@@ -222,6 +232,7 @@ class ClusterRegistry:
         finally:
             for entry in self.clusters.values():
                 await self._stop(entry)
+            await self.profiles.stop()
             await stop_tasks(tasks)
 
     async def _sync(self) -> None:
@@ -229,6 +240,7 @@ class ClusterRegistry:
         for name in list(self.clusters):
             if name in wanted:
                 continue
+            self.profiles.forget(name)
             entry = self.clusters[name]
             if entry.remote is not None:
                 # Unregistered while it may still run our workloads: a lost worker until it
@@ -249,7 +261,10 @@ class ClusterRegistry:
                 failure = None if entry.task.cancelled() else entry.task.exception()
                 log.error("connection to worker %s ended: %r; reconnecting", name, failure)
                 entry.fingerprint = ""
-            text, problem = self._kubeconfig_text(obj)
+            resolved = await self._kubeconfig_text(name, obj, entry)
+            if resolved.hold:
+                continue  # its ClusterProfile is gone: drained on the connection it has
+            text, problem = resolved.text, resolved.problem
             fingerprint = hashlib.sha256((text or "").encode() + repr(problem).encode()).hexdigest()
             if fingerprint == entry.fingerprint:
                 continue
@@ -269,7 +284,8 @@ class ClusterRegistry:
                 log.warning("worker %s refused: %s", name, err)
                 self._retire(entry, previous)
                 continue
-            entry.expiry = credentials.expiry_of(checked.config, checked.context)
+            if profile_name(obj) is None:  # a plugin's credentials are renewed by kfed
+                entry.expiry = credentials.expiry_of(checked.config, checked.context)
             try:
                 api = await KubeApi.from_kubeconfig_dict(
                     checked.config, context=checked.context, name=name
@@ -284,6 +300,7 @@ class ClusterRegistry:
                 name,
                 api,
                 self.settings,
+                kinds=self.kinds,
                 on_reconnect=self._reconnected,
                 on_change=self._notify,
                 on_capacity=self._capacity_changed,
@@ -331,22 +348,26 @@ class ClusterRegistry:
         for listener in self.listeners:
             await listener.recover(remote)
 
-    def _kubeconfig_text(self, obj: Obj) -> tuple[str | None, tuple[str, str] | None]:
+    async def _kubeconfig_text(self, name: str, obj: Obj, entry: ClusterEntry) -> Resolved:
+        if profile_name(obj) is not None:
+            return await self.profiles.resolve(name, obj, entry.remote)
         source = federated.kubeconfig_source(obj)
         if source.secret is None:
             assert source.problem is not None
-            return None, source.problem
+            return Resolved(problem=source.problem)
         location = source.secret
         secret = self.secrets.get(f"{self.settings.namespace}/{location}")
         if secret is None:
-            return None, (
-                REASON_SECRET_NOT_FOUND,
-                f"Secret {self.settings.namespace}/{location} not found",
+            return Resolved(
+                problem=(
+                    REASON_SECRET_NOT_FOUND,
+                    f"Secret {self.settings.namespace}/{location} not found",
+                )
             )
         try:
-            return kubeconfig.from_secret(secret), None
+            return Resolved(text=kubeconfig.from_secret(secret))
         except kubeconfig.KubeconfigRejected as err:
-            return None, (err.reason, str(err))
+            return Resolved(problem=(err.reason, str(err)))
 
     async def _stop(self, entry: ClusterEntry) -> None:
         try:
@@ -363,6 +384,7 @@ class ClusterRegistry:
             if obj is None:
                 continue
             status, reason, message = entry.condition()
+            message += self.profiles.note(name) if status else ""
             conds = list(items(obj, "status", "conditions"))
             before = conditions.find(conds, C.ACTIVE)
             was_active = None if before is None else before.get("status") == "True"

@@ -74,6 +74,9 @@ class ConnectionState:
     could_fence: bool = False
     """Whether the worker's shim was alive when we lost it: only then will it fence."""
     shim_alive_at_handover: bool = False
+    credentials_refused: bool = False
+    """The worker answered 401: it does not (or no longer) accept our credentials (a
+    ClusterProfile's plugin is then asked for new ones)."""
     """The connection this one replaced (its Secret changed) saw the shim alive: if this one
     fails before it ever connects, the worker can still fence."""
 
@@ -220,6 +223,7 @@ class RemoteCluster(RemoteObjects):
         if start is not None and (self.state.fence_deadline is None or first):
             self.state.fence_deadline = start + self.settings.fenced_failover_after
         self.state.connected = False
+        self.state.credentials_refused = isinstance(err, errors.Unauthorized)
         self.state.reason = C.REASON_CLIENT_CONNECTION_FAILED
         self.state.message = f"Connection to worker lost: {err}"
         if first:

@@ -16,9 +16,11 @@ from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
 from manager.controllers.jobkinds.jobset import JOBSET
+from manager.controllers.jobkinds.leaderworkerset import LEADERWORKERSET
 from manager.controllers.jobkinds.mpijob import MPIJOB
 from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.serving import DEPLOYMENT, STATEFULSET
 from manager.controllers.jobkinds.trainjob import TRAINJOB
 from manager.federation.settings import (
     SHIM_HEARTBEAT_LEASE,
@@ -35,7 +37,17 @@ log = logging.getLogger(__name__)
 
 JOBS_BY_WORKLOAD = "workload"
 
-FEDERATED_KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET, RAYCLUSTER, TRAINJOB, PYTORCHJOB, MPIJOB)
+FEDERATED_KINDS: tuple[JobKind, ...] = (
+    BATCH_JOB,
+    JOBSET,
+    RAYCLUSTER,
+    TRAINJOB,
+    PYTORCHJOB,
+    MPIJOB,
+    LEADERWORKERSET,
+    STATEFULSET,
+    DEPLOYMENT,
+)
 """The kinds of job kfed places on workers; a worker gets one of them only while it serves
 that kind (its CRD is installed there)."""
 KINDS_RECHECK_SECONDS = 30.0
@@ -68,6 +80,9 @@ class RemoteObjects:
     """Its connection state changed (connected, lost, refused, its shim came or went)."""
     on_capacity: Callable[[], None] | None = None
     """Its queues, flavors or our copies there changed: a waiting workload may fit now."""
+    kinds: list[JobKind] = field(default_factory=lambda: list(FEDERATED_KINDS))
+    """The kinds the manager federates: FEDERATED_KINDS, and the external frameworks found
+    so far (the registry's list, shared: ``ClusterRegistry.kinds``)."""
     informers: dict[str, Informer] = field(default_factory=dict)
     job_informers: JobInformers = field(
         default_factory=lambda: JobInformers((JOBS_BY_WORKLOAD, workload_keys_of_job))
@@ -142,7 +157,7 @@ class RemoteObjects:
     async def _follow_served_kinds(self) -> None:
         """Follow our jobs of each federated kind the worker serves now (a CRD installed
         after the last connect included)."""
-        for kind in FEDERATED_KINDS:
+        for kind in list(self.kinds):
             if kind in self.job_informers:
                 continue
             if not await discovery.serves(self.api, kind.resource):

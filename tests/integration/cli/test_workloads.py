@@ -169,7 +169,8 @@ def test_explain_something_missing_fails_with_a_hint(kfed: Kfed, workloads_ns: s
     result = kfed("explain", f"{workloads_ns}/nothing-here")
     assert result.exit_code == 1
     assert result.stderr == (
-        f"error: no Workload or job (Job, JobSet, RayCluster, TrainJob, PyTorchJob, MPIJob) "
+        "error: no Workload or job (Job, JobSet, RayCluster, TrainJob, PyTorchJob, MPIJob, "
+        f"LeaderWorkerSet, StatefulSet, Deployment) "
         f"{workloads_ns}/nothing-here on the manager; see `kfed workloads -n {workloads_ns}`\n"
     )
 

@@ -48,6 +48,12 @@ CASES: list[tuple[str, str, str, str, bool, bool]] = [
     (ENGINEER, "create", "kubeflow.org", "pytorchjobs", True, True),
     (ENGINEER, "create", "kubeflow.org", "mpijobs", True, True),
     (USER, "create", "kubeflow.org", "mpijobs", True, True),
+    (ENGINEER, "create", "leaderworkerset.x-k8s.io", "leaderworkersets", True, True),
+    (USER, "patch", "leaderworkerset.x-k8s.io", "leaderworkersets", True, True),
+    (ENGINEER, "get", "leaderworkerset.x-k8s.io", "leaderworkersets/status", True, True),
+    # Serving kinds: Kubernetes' own edit role has them (kfed's roles add nothing).
+    (ENGINEER, "create", "apps", "statefulsets", True, True),
+    (ENGINEER, "create", "apps", "deployments", True, True),
     (ENGINEER, "update", K, "workloads", True, False),
     (ENGINEER, "create", K, "localqueues", True, False),
     (ENGINEER, "list", K, "clusterqueues", False, False),

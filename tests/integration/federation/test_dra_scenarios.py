@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import examples
+from e2e import binaries, examples
 from e2e.local import dra as bed_dra
 from e2e.local.kwoknodes import KWOK_NODE_ANNOTATION
 from e2e.waiting import wait_for
@@ -197,16 +197,19 @@ async def ready(api: KubeApi, node: str) -> bool:
 
 @contextlib.asynccontextmanager
 async def a100s_on_worker_3(bed: Bed) -> AsyncIterator[None]:
-    """Add the a100 node to worker-3 with its DeviceClasses and ResourceSlice, wait until the
-    node is Ready and the manager sees its devices; remove them afterwards."""
+    """Add the a100 node to worker-3 with its DeviceClasses and ResourceSlices (as worker-3's
+    Kubernetes takes them), wait until the node is Ready and the manager sees its devices;
+    remove them afterwards."""
     api = bed.worker_apis["worker-3"]
     classes = bed_dra.device_classes([A100])
-    made = bed_dra.resource_slice(A100_NODE, A100)
+    kubernetes = binaries.read_versions(versions=bed.fed.cluster("worker-3").versions).kubernetes
+    made = bed_dra.resource_slices(A100_NODE, A100, kubernetes=kubernetes)
     await api.create(R.NODES, a100_node())
     try:
         for device_class in classes:
             await api.create(R.DEVICE_CLASSES, device_class)
-        await api.create(R.RESOURCE_SLICES, made)
+        for one in made:
+            await api.create(R.RESOURCE_SLICES, one)
         await wait_for(lambda: ready(api, A100_NODE), timeout=60, what=f"{A100_NODE} Ready")
         assert bed.manager is not None
         remote = bed.manager.registry.remote("worker-3")
@@ -215,16 +218,15 @@ async def a100s_on_worker_3(bed: Bed) -> AsyncIterator[None]:
         def seen() -> bool:
             found, _, known = remote.device_objects()
             names = {c["metadata"]["name"] for c in known}
-            return (
-                made["metadata"]["name"] in {s["metadata"]["name"] for s in found}
-                and {c["metadata"]["name"] for c in classes} <= names
-            )
+            return {m["metadata"]["name"] for m in made} <= {
+                s["metadata"]["name"] for s in found
+            } and {c["metadata"]["name"] for c in classes} <= names
 
         await wait_for(seen, timeout=60, what="the manager seeing worker-3's a100s")
         yield
     finally:
         for res, name in (
-            (R.RESOURCE_SLICES, made["metadata"]["name"]),
+            *((R.RESOURCE_SLICES, m["metadata"]["name"]) for m in made),
             *((R.DEVICE_CLASSES, c["metadata"]["name"]) for c in classes),
             (R.NODES, A100_NODE),
         ):

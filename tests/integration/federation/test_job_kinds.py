@@ -395,6 +395,25 @@ async def install_runtime(api: KubeApi, name: str = "torch_distributed.yaml") ->
     return str(runtime["metadata"]["name"])
 
 
+TRAINJOB_EXAMPLE = (
+    "trainjob-h100-trainer-2.1.yaml"
+    if binaries.operator_version("trainer").startswith("2.1.")
+    else "trainjob-h100.yaml"
+)
+"""The TrainJob example of the bed's Trainer: 2.2 removed ``podTemplateOverrides``."""
+
+
+def users_trainjob_entry(pod_set: str, template: Obj) -> dict[str, list[Obj]]:
+    """A user's change of one replicated job's pod ``template`` (its ``metadata``, ``spec``)
+    in the shape of the bed's Trainer: a podTemplateOverride (2.1) or a runtime patch (2.2
+    and after), as the TrainJob's ``spec`` field that holds it."""
+    if TRAINJOB_EXAMPLE != "trainjob-h100.yaml":
+        return {"podTemplateOverrides": [{"targetJobs": [{"name": pod_set}], **template}]}
+    replicated = {"name": pod_set, "template": {"spec": {"template": template}}}
+    patch = {"template": {"spec": {"replicatedJobs": [replicated]}}}
+    return {"runtimePatches": [{"manager": "example.com/ml-team", "trainingRuntimeSpec": patch}]}
+
+
 def example(name: str) -> Obj:
     """One of ``examples/jobs/``, as a user submits it."""
     (doc,) = [d for d in yaml.safe_load_all((JOBS / name).read_text()) if d]
@@ -403,13 +422,13 @@ def example(name: str) -> Obj:
 
 async def test_upstream_a_trainjob_runs_on_a_worker_and_ends_complete(article_bed: Bed) -> None:
     """Upstream's MultiKueue "Should run a TrainJob on worker if admitted": its pod sets come
-    from its ClusterTrainingRuntime (``examples/jobs/trainjob-h100.yaml``: 2 one-GPU H100
-    nodes); placed on an H100 worker, run
-    there by the real trainer (as a JobSet), its flavors written as podTemplateOverrides; the
+    from its ClusterTrainingRuntime (``examples/jobs/trainjob-h100.yaml``, or its twin for
+    the bed's Trainer 2.1: 2 one-GPU H100 nodes); placed on an H100 worker, run there by the
+    real trainer (as a JobSet), its flavors written in the shape of the worker's Trainer; the
     manager's TrainJob ends Complete with the worker's status."""
     bed = article_bed
     api = bed.manager_api
-    tj = example("trainjob-h100.yaml")
+    tj = example(TRAINJOB_EXAMPLE)
     assert tj["spec"]["runtimeRef"]["name"] == await install_runtime(api)
     name = tj["metadata"]["name"]
     await start(bed)
@@ -449,7 +468,7 @@ async def test_a_trainjob_waits_for_its_runtime_and_runs_once_it_exists(article_
     path = binaries.operator_dir("trainer") / "runtimes" / "torch_distributed.yaml"
     (runtime,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
     runtime["metadata"] = {"name": f"late-{int(time.time())}"}
-    tj = example("trainjob-h100.yaml")
+    tj = example(TRAINJOB_EXAMPLE)
     tj["metadata"]["name"] = "late"
     tj["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
     await api.create(TRAINJOB.resource, tj, NS)
@@ -528,7 +547,7 @@ async def test_the_job_examples_run_through_kfed_submit(article_bed: Bed) -> Non
     await start(bed)
     for file, kind in (
         ("jobset-h100.yaml", JOBSET),
-        ("trainjob-h100.yaml", TRAINJOB),
+        (TRAINJOB_EXAMPLE, TRAINJOB),
         ("raycluster-h100.yaml", RAYCLUSTER),
     ):
         name = example(file)["metadata"]["name"]

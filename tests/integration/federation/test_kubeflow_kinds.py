@@ -15,7 +15,8 @@ from e2e.examples import JOBS
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.kubeflow import JOB_NAME_LABEL, KubeflowJobKind
+from manager.controllers.jobkinds.base import JobKind
+from manager.controllers.jobkinds.kubeflow import JOB_NAME_LABEL
 from manager.controllers.jobkinds.mpijob import MPIJOB
 from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.kube import resources as R
@@ -85,7 +86,8 @@ PODS = 3
 """Every job here: three pods, two or three of them on one H100 GPU each."""
 
 
-async def running_pods(api: KubeApi, kind: KubeflowJobKind, name: str) -> int:
+async def running_pods(api: KubeApi, kind: JobKind, name: str) -> int:
+    """Its pods Running there, not deleting (found by the kind's pod selector)."""
     pods = (await api.list(R.PODS, NS, label_selector=kind.pod_selector(name)))["items"]
     return sum(
         1

@@ -42,7 +42,7 @@ from tests.integration.controllers.test_tas import node
 from tests.integration.federation.bed import CHECK, Bed
 from tests.integration.federation.runs import RunWatch
 from tests.integration.federation.test_drill import kfed
-from tests.integration.federation.test_job_kinds import install_runtime
+from tests.integration.federation.test_job_kinds import install_runtime, users_trainjob_entry
 
 pytestmark = pytest.mark.full
 
@@ -567,9 +567,7 @@ def rack_job(kind: JobKind, name: str, ns: str, count: int) -> Obj:
             "spec": {
                 "runtimeRef": {"name": "torch-distributed"},
                 "trainer": {"numNodes": count, "resourcesPerNode": gpu},
-                "podTemplateOverrides": [
-                    {"targetJobs": [{"name": "node"}], "metadata": {"annotations": asked}}
-                ],
+                **users_trainjob_entry("node", {"metadata": {"annotations": asked}}),
             },
         }
     if kind is JOBSET:

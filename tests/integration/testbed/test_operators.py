@@ -1,7 +1,8 @@
 """The full bed's batch operators run for real on a worker, with no kfed involved: JobSet runs a
 JobSet to completion, Kubeflow Trainer a TrainJob (through a JobSet) on a stock
 ClusterTrainingRuntime the bed installed, KubeRay brings a RayCluster to ready, the
-training-operator and the MPI operator a PyTorchJob and an MPIJob to Succeeded; kwok plays the
+training-operator and the MPI operator a PyTorchJob and an MPIJob to Succeeded, lws a
+LeaderWorkerSet to ready (and to no pod at all at zero groups); kwok plays the
 kubelet (pods of Jobs and PyTorchJobs complete after their pod-complete delay, other pods stay
 Running)."""
 
@@ -233,3 +234,38 @@ async def test_mpijob_succeeds_when_its_launcher_job_completes(
         return not (await api.list(R.PODS, ns, label_selector=selector))["items"]
 
     await wait_for(workers_gone, timeout=60, what="its workers removed (cleanPodPolicy)")
+
+
+LWS = R.Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", True)
+
+
+async def test_leaderworkerset_of_two_groups_becomes_ready_and_scales_to_zero(
+    worker: tuple[KubeApi, str],
+) -> None:
+    """The lws operator makes each group a leader pod and a StatefulSet of its workers; kwok
+    keeps them Running and Ready, so both groups are ready. Scaled to zero groups (how kfed
+    holds one), every pod goes: the leaders with their StatefulSet, each group's workers with
+    theirs (owned by its leader pod, removed by the garbage collector)."""
+    api, ns = worker
+    pod = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "probe", "namespace": ns},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "workerTemplate": pod}},
+    }
+    await api.create(LWS, lws)
+    selector = "leaderworkerset.sigs.k8s.io/name=probe"
+
+    async def ready() -> bool:
+        status = (await api.get(LWS, "probe", ns)).get("status") or {}
+        return status.get("readyReplicas") == 2
+
+    await wait_for(ready, timeout=120, what="LeaderWorkerSet of 2 groups ready")
+    assert len((await api.list(R.PODS, ns, label_selector=selector))["items"]) == 6
+    await api.patch(LWS, "probe", {"spec": {"replicas": 0}}, ns)
+
+    async def no_pods() -> bool:
+        return not (await api.list(R.PODS, ns, label_selector=selector))["items"]
+
+    await wait_for(no_pods, timeout=120, what="every pod gone at zero groups")

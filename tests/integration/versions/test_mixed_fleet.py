@@ -58,13 +58,14 @@ from tests.integration.federation.test_job_kinds import example
 pytestmark = [
     pytest.mark.full,
     pytest.mark.skipif(
-        not binaries.built("newest"),
-        reason="the newest set of versions.env is not built (make binaries-newest)",
+        not (binaries.built("newest") and binaries.built("pinned")),
+        reason=f"the {binaries.other_set()} set of versions.env is not built "
+        f"(make binaries-{binaries.other_set()})",
     ),
 ]
 NS = article.NS
 Obj = dict[str, Any]
-PINNED = binaries.read_versions().kubernetes
+PINNED = binaries.read_versions(versions="pinned").kubernetes
 NEWEST = binaries.read_versions(versions="newest").kubernetes
 VERSION_OF = {"manager": NEWEST, "worker-1": PINNED, "worker-2": NEWEST, "worker-3": PINNED}
 MODEL_OF = {"worker-1": "rtx-a1000", "worker-2": "h100"}
@@ -156,9 +157,8 @@ def job_of(kind: JobKind, name: str, model: str, delay_ms: int) -> Obj:
     body["metadata"]["name"] = name
     body["spec"]["trainer"]["numNodes"] = 1
     body["spec"]["trainer"]["resourcesPerNode"]["requests"].update({"cpu": "1", "memory": "1Gi"})
-    # The manager's TrainJob CRD is Trainer 2.3's: the example's override, as the user's
-    # own runtime patch (a worker of Trainer 2.1 drops it; kfed's flavors place the pods).
-    del body["spec"]["podTemplateOverrides"]
+    # The manager's TrainJob CRD is Trainer 2.3's: the example's runtime patch, its model this
+    # job's (a worker of Trainer 2.1 drops it; kfed's flavors place the pods).
     template = {
         "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": str(delay_ms)}},
         "spec": {"nodeSelector": {"gpu.model": model}},

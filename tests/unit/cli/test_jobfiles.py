@@ -15,6 +15,7 @@ from manager.controllers.jobkinds.jobset import JOBSET
 from manager.controllers.jobkinds.mpijob import MPIJOB
 from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.serving import DEPLOYMENT, STATEFULSET
 
 LIGHT_JOB = textwrap.dedent(
     """
@@ -68,7 +69,9 @@ def test_several_documents_parse_in_order() -> None:
             "is a Pod (v1), not a kind of job kfed queues (batch/v1 Job, "
             "jobset.x-k8s.io/v1alpha2 JobSet, ray.io/v1 RayCluster, "
             "trainer.kubeflow.org/v1alpha1 TrainJob, kubeflow.org/v1 PyTorchJob, "
-            "kubeflow.org/v2beta1 MPIJob)",
+            "kubeflow.org/v2beta1 MPIJob, "
+            "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet, apps/v1 StatefulSet, "
+            "apps/v1 Deployment)",
         ),
         (
             "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js}\n",
@@ -174,7 +177,10 @@ def test_the_job_examples_parse_with_their_pod_sets() -> None:
     for path in sorted(JOBS.glob("*.yaml")):
         [doc] = parse_jobs(path.read_text(), str(path))
         found[doc["kind"]] = doc
-    assert set(found) == {"JobSet", "TrainJob", "RayCluster", "PyTorchJob", "MPIJob"}
+    assert set(found) == {
+        *("JobSet", "TrainJob", "RayCluster", "PyTorchJob", "MPIJob", "LeaderWorkerSet"),
+        *("StatefulSet", "Deployment"),
+    }
     jobset = JOBSET.pod_sets(found["JobSet"])
     assert [(ps.name, ps.count) for ps in jobset] == [("driver", 1), ("workers", 4)]
     ray = RAYCLUSTER.pod_sets(found["RayCluster"])
@@ -184,3 +190,6 @@ def test_the_job_examples_parse_with_their_pod_sets() -> None:
     assert [(ps.name, ps.count) for ps in pytorch] == [("master", 1), ("worker", 2)]
     mpi = MPIJOB.pod_sets(found["MPIJob"])
     assert [(ps.name, ps.count) for ps in mpi] == [("launcher", 1), ("worker", 2)]
+    for kind, count in ((STATEFULSET, 3), (DEPLOYMENT, 2)):
+        pods = kind.pod_sets(found[kind.resource.kind])
+        assert [(ps.name, ps.count) for ps in pods] == [("main", count)]

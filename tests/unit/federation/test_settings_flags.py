@@ -84,6 +84,8 @@ def test_kueues_configuration_keys_are_named_in_the_help() -> None:
         "multiKueue.dispatcherName",
         "multiKueue.gcInterval",
         "multiKueue.workerLostTimeout",
+        "multiKueue.externalFrameworks",
+        "multiKueue.clusterProfile.accessProviders",
     }
 
 

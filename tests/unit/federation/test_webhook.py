@@ -479,6 +479,9 @@ def test_the_configuration_sends_only_queued_job_creations_and_fails_closed() ->
             ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
             ("kubeflow.org", "v1", "pytorchjobs"),
             ("kubeflow.org", "v2beta1", "mpijobs"),
+            ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+            ("apps", "v1", "statefulsets"),
+            ("apps", "v1", "deployments"),
         )
     ]
     assert hook["objectSelector"] == {

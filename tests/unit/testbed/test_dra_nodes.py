@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e import binaries
 from e2e.local import dra
 from e2e.local.cluster import LocalCluster
 from e2e.local.federation import DEFAULT_NODES_FILE, LocalFederation, load_node_sets
@@ -75,11 +76,18 @@ def test_devices_with_partitions_and_an_extended_resource_are_read(tmp_path: Pat
         assert NodeGroup.from_state(group.to_state()) == group, "the state file reads it back"
 
 
+@pytest.mark.parametrize("versions", ["pinned", "newest"])
 def test_a_dra_cluster_gets_a_class_per_model_and_profile_and_a_slice_per_node(
-    tmp_path: Path,
+    tmp_path: Path, versions: str
 ) -> None:
+    """Kubernetes 1.34 takes a node's shared counters in the slice of its devices; from 1.35
+    they go in a slice of their own, in the same pool (``dra.counters_apart``)."""
     groups = load_node_sets(_write(tmp_path, MIXED), ["manager"])["manager"]
-    cluster = LocalCluster("manager", tmp_path, Ports(1, 2, 3), full=True, nodes=groups, dra=True)
+    cluster = LocalCluster(
+        "manager", tmp_path, Ports(1, 2, 3), full=True, nodes=groups, dra=True, versions=versions
+    )
+    apart = dra.counters_apart(binaries.read_versions(versions=versions).kubernetes)
+    assert apart == (versions == "newest")
     manifests = cluster.dra_manifests()
     classes = {m["metadata"]["name"]: m["spec"] for m in manifests if m["kind"] == "DeviceClass"}
     assert set(classes) == {
@@ -103,8 +111,12 @@ def test_a_dra_cluster_gets_a_class_per_model_and_profile_and_a_slice_per_node(
     assert "extendedResourceName" not in classes["a100.gpu.kfed.io"]
     assert '.profile == "3g"' in classes["a100-3g.gpu.kfed.io"]["selectors"][0]["cel"]["expression"]
 
-    slices = {m["spec"]["nodeName"]: m for m in manifests if m["kind"] == "ResourceSlice"}
+    made = [m for m in manifests if m["kind"] == "ResourceSlice"]
+    slices = {m["spec"]["nodeName"]: m for m in made if "devices" in m["spec"]}
+    counters = {m["spec"]["nodeName"]: m for m in made if "sharedCounters" in m["spec"]}
     assert set(slices) == {"manager-h100-0", "manager-h100-1", "manager-a100-0"}, "not `plain`"
+    assert set(counters) == {"manager-a100-0"}
+    assert len(made) == 3 + apart
     assert all(m["apiVersion"] == "resource.k8s.io/v1" for m in manifests)
     h100 = slices["manager-h100-0"]["spec"]
     assert h100["driver"] == "gpu.kfed.io"
@@ -118,7 +130,11 @@ def test_a_dra_cluster_gets_a_class_per_model_and_profile_and_a_slice_per_node(
     assert "sharedCounters" not in h100 and "consumesCounters" not in h100["devices"][0]
 
     a100 = slices["manager-a100-0"]["spec"]
-    assert a100["sharedCounters"] == [
+    a100_counters = counters["manager-a100-0"]["spec"]
+    assert (a100_counters is not a100) == apart
+    assert a100["pool"] == a100_counters["pool"]
+    assert a100["pool"]["resourceSliceCount"] == 1 + apart
+    assert a100_counters["sharedCounters"] == [
         {"name": "gpu-0", "counters": {"slices": {"value": "7"}}},
         {"name": "gpu-1", "counters": {"slices": {"value": "7"}}},
     ]

@@ -1,5 +1,6 @@
-"""The two sets of versions.env (issue #45): the pinned one, the bed's default, and the newest,
-built on demand; a cluster runs the binaries of its own set, so one fleet can mix them."""
+"""The two sets of versions.env (issue #45): the pinned one and the newest; one is the bed's
+(BED_VERSIONS, $KFED_BED_VERSIONS), the other built on demand; a cluster runs the binaries of
+its own set, so one fleet can mix them."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def as_tuple(version: str) -> tuple[int, ...]:
 
 
 def test_the_newest_set_is_a_newer_kubernetes_than_the_pinned_one() -> None:
-    pinned = binaries.read_versions()
+    pinned = binaries.read_versions(versions="pinned")
     newest = binaries.read_versions(versions="newest")
     assert as_tuple(newest.kubernetes) > as_tuple(pinned.kubernetes)
     assert as_tuple(newest.etcd) >= as_tuple(pinned.etcd)
@@ -28,11 +29,30 @@ def test_the_newest_set_is_a_newer_kubernetes_than_the_pinned_one() -> None:
         binaries.read_versions(versions="latest")
 
 
+def test_the_bed_runs_the_set_versions_env_names_unless_the_environment_says_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KFED_BED_VERSIONS", raising=False)
+    assert binaries.bed_set() == binaries._pins()["BED_VERSIONS"]
+    for chosen, other in (("newest", "pinned"), ("pinned", "newest")):
+        monkeypatch.setenv("KFED_BED_VERSIONS", chosen)
+        assert (binaries.bed_set(), binaries.other_set()) == (chosen, other)
+        assert binaries.read_versions() == binaries.read_versions(versions=chosen)
+        pinned_kueue, newest_kueue = binaries.kueue_versions()
+        assert binaries.bed_kueue_version() == (
+            newest_kueue if chosen == "newest" else pinned_kueue
+        )
+        assert LocalCluster("c", Path("/nonexistent"), Ports(1, 2, 3)).versions == chosen
+    monkeypatch.setenv("KFED_BED_VERSIONS", "latest")
+    with pytest.raises(ValueError, match="pinned, newest"):
+        binaries.bed_set()
+
+
 def test_a_missing_newest_binary_says_how_to_build_that_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KFED_CACHE_DIR", str(tmp_path))
-    with pytest.raises(binaries.BinariesMissing, match="KFED_VERSIONS=newest"):
+    with pytest.raises(binaries.BinariesMissing, match="make binaries-newest"):
         binaries.path_of("kube-apiserver", versions="newest")
     assert not binaries.built("newest")
 
@@ -52,7 +72,7 @@ def test_each_cluster_runs_the_binaries_of_its_own_set(
             (folder / ".done").touch()
             for name in names:
                 (folder / name).touch()
-    old = LocalCluster("w1", tmp_path / "w1", Ports(1, 2, 3))
+    old = LocalCluster("w1", tmp_path / "w1", Ports(1, 2, 3), versions="pinned")
     new = LocalCluster("w2", tmp_path / "w2", Ports(4, 5, 6), versions="newest")
     newest = binaries.read_versions(versions="newest").kubernetes
     assert f"k8s-v{newest}" in str(new._binary("kube-apiserver"))
