@@ -158,8 +158,13 @@ async def test_upstream_a_jobset_runs_on_one_worker_and_ends_completed_with_its_
         assert manager_status.get("terminalState") == "Completed", manager_status
         succeeded = {s["name"]: s.get("succeeded") for s in manager_status["replicatedJobsStatus"]}
         assert succeeded == {"driver": 1, "workers": 2}, "the worker's replicated job counts"
-        wl = await workload_of(api, JOBSET, "train")
-        assert wl is not None and ws.is_finished(wl)
+
+        async def finished() -> bool:
+            # The JobSet's status comes back first; its Workload is finished from it after.
+            wl = await workload_of(api, JOBSET, "train")
+            return wl is not None and ws.is_finished(wl)
+
+        await wait_for(finished, timeout=30, what="its Workload Finished")
         assert runs.clusters_of("train") == {worker}, "every pod set ran on that one worker"
         assert not runs.double_runs()
 

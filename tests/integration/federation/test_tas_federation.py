@@ -160,6 +160,14 @@ async def tas(bed: Bed, unique: str) -> AsyncIterator[TasBed]:
         for worker in RACKS:
             await bed.start_shim(worker, topology=True)
         await bed.start_manager()
+
+        def all_connected() -> bool:
+            # A placement made before a worker connects says "not connected" of it.
+            assert bed.manager is not None
+            remotes = [bed.manager.registry.remote(w) for w in RACKS]
+            return all(r is not None and r.connected for r in remotes)
+
+        await wait_for(all_connected, timeout=60, what="the manager connected to every worker")
         yield TasBed(bed, name, hosts)
     finally:
         await bed.stop_all()
