@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.bench.scheduler import compare, controller_process, report, upstream
+from e2e.bench.scheduler import compare, controller_process, report, upstream, upstreamfigures
 from e2e.bench.scheduler import generator as g
 
 SUMMARY = """
@@ -61,19 +61,19 @@ RUNNER_LOG = (
 
 
 def upstream_figures() -> report.Figures:
-    return upstream.figures_from(
+    return upstreamfigures.figures_from(
         g.scenario("baseline"),
         summary=yaml.safe_load(SUMMARY),
         cmd_stats={"wallMs": 441000, "userMs": 100000, "sysMs": 24900, "maxrss": 632832},
-        workloads=upstream.read_workloads(WORKLOADS_CSV),
-        queues=upstream.read_queues(QUEUES_CSV),
+        workloads=upstreamfigures.read_workloads(WORKLOADS_CSV),
+        queues=upstreamfigures.read_queues(QUEUES_CSV),
         runner_log=RUNNER_LOG,
     )
 
 
 def test_usage_is_upstreams_checker_arithmetic() -> None:
     # cpuUsed x 100 / (nominalQuota x elapsed ms): 6.6e9 x 100 / (600,000 x 100,000 ms) = 11 %.
-    assert upstream.class_usage_percent(yaml.safe_load(SUMMARY)) == pytest.approx(11.0)
+    assert upstreamfigures.class_usage_percent(yaml.safe_load(SUMMARY)) == pytest.approx(11.0)
 
 
 def test_upstreams_files_become_the_same_figures_as_kfeds_benchmark() -> None:
@@ -93,7 +93,9 @@ def test_upstreams_files_become_the_same_figures_as_kfeds_benchmark() -> None:
 
 
 def test_minimalkueues_own_cpu_and_memory_come_from_its_runners_rusage() -> None:
-    figures = upstream.minimalkueue_process({"userMs": 100000, "sysMs": 24900, "maxrss": 632832})
+    figures = upstreamfigures.minimalkueue_process(
+        {"userMs": 100000, "sysMs": 24900, "maxrss": 632832}
+    )
     assert figures.cpu_seconds == pytest.approx(124.9)
     assert figures.peak_rss_mib == pytest.approx(618.0)
 
@@ -103,11 +105,11 @@ def test_minimalkueues_own_cpu_and_memory_come_from_its_runners_rusage() -> None
     [("1m2.5s", 62.5), ("850ms", 0.85), ("1h0m1s", 3601.0), ("7m21.123s", 441.123)],
 )
 def test_go_durations(text: str, seconds: float) -> None:
-    assert upstream.go_duration_seconds(text) == pytest.approx(seconds)
+    assert upstreamfigures.go_duration_seconds(text) == pytest.approx(seconds)
 
 
 def test_a_log_without_the_generators_line_gives_no_generation_time() -> None:
-    assert upstream.generation_seconds("Start runner\n") == 0.0
+    assert upstreamfigures.generation_seconds("Start runner\n") == 0.0
 
 
 def a_report(
