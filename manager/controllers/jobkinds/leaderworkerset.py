@@ -21,39 +21,23 @@ its ``status`` (the manager needs the CRD only; an lws operator there would over
 
 from __future__ import annotations
 
-from manager.api import constants as C
-from manager.api.view import annotations_of, at
-from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet, own_template
+from manager.api.view import at
+from manager.controllers.jobkinds.base import Obj, PodSet, own_template
+from manager.controllers.jobkinds.heldbyreplicas import HeldByReplicasKind, replicas
 from manager.kube.resources import Resource
 
 LEADERWORKERSETS = Resource(
     "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", True
 )
-HELD_REPLICAS_ANNOTATION = "kfed.io/held-replicas"
-"""On a held LeaderWorkerSet (scaled to zero by kfed): the groups it asked for."""
-MANAGED_BY_ANNOTATION = "kfed.io/managed-by"
-"""Where a LeaderWorkerSet keeps MultiKueue's ``managedBy`` (it has no such field)."""
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
-def replicas(job: Obj) -> int:
-    """The groups the set asks for: those kfed holds back, else ``spec.replicas`` (1 unset)."""
-    held = annotations_of(job).get(HELD_REPLICAS_ANNOTATION)
-    if held is not None:
-        return int(held)
-    value = at(job, "spec").get("replicas")
-    return 1 if value is None else int(value)
-
-
-class LeaderWorkerSetKind(JobKind):
+class LeaderWorkerSetKind(HeldByReplicasKind):
     resource = LEADERWORKERSETS
     workload_prefix = "leaderworkerset"
     default_managed_by = "leaderworkerset.x-k8s.io/lws"
     pod_label = NAME_LABEL
     status_counters = ("replicas", "readyReplicas", "updatedReplicas")
-    suspend_path = ("metadata", "annotations", HELD_REPLICAS_ANNOTATION)
-    managed_by_path = ("metadata", "annotations", MANAGED_BY_ANNOTATION)
-    upstream_managed_by_field = f"metadata.annotations[{MANAGED_BY_ANNOTATION}]"
 
     def pod_sets(self, job: Obj) -> list[PodSet]:
         template = at(job, "spec", "leaderWorkerTemplate")
@@ -68,31 +52,6 @@ class LeaderWorkerSetKind(JobKind):
         if size > 1:
             result.append(PodSet("worker", groups * (size - 1), workers))
         return result
-
-    def outcome(self, job: Obj) -> Outcome | None:
-        return None  # it serves until deleted
-
-    def is_suspended(self, job: Obj) -> bool:
-        return HELD_REPLICAS_ANNOTATION in annotations_of(job)
-
-    def suspend_fields(self, suspend: bool, job: Obj | None = None) -> Obj:
-        if job is None:
-            raise ValueError("a LeaderWorkerSet is held by its replica count: pass the job")
-        count = replicas(job)
-        return {
-            "metadata": {
-                "annotations": {HELD_REPLICAS_ANNOTATION: str(count) if suspend else None}
-            },
-            "spec": {"replicas": 0 if suspend else count},
-        }
-
-    def held_for_worker(self, job: Obj) -> bool:
-        return self.managed_by(job) == C.MULTIKUEUE_MANAGED_BY
-
-    def is_active(self, job: Obj) -> bool:
-        """Groups of it may still run: the operator counts them in ``status.replicas``."""
-        status = at(job, "status")
-        return int(status.get("replicas") or 0) > 0 or int(status.get("readyReplicas") or 0) > 0
 
 
 LEADERWORKERSET = LeaderWorkerSetKind()

@@ -17,7 +17,7 @@ dispatched alone, to any worker).
 kfed places every job whole on one worker, and a serving set is worth little split over
 clusters (one Service, one rollout), so it federates a Deployment as upstream federates a
 StatefulSet: ONE Workload, pod set ``main`` of ``replicas`` pods. Neither kind has
-``suspend`` or ``managedBy``, so (as for a LeaderWorkerSet, ``leaderworkerset.py``):
+``suspend`` or ``managedBy``, so (as for a LeaderWorkerSet: ``heldbyreplicas.py``):
 
 - held = scaled to zero, the size it asked for kept in ``kfed.io/held-replicas``; resumed =
   that size given back. Gated pods would stall a StatefulSet (its ordered rollout waits on
@@ -35,12 +35,10 @@ from __future__ import annotations
 
 import json
 
-from manager.api import constants as C
 from manager.api.view import annotations_of, at
-from manager.controllers.jobkinds.base import JobKind, Obj, Outcome, PodSet, own_template
-from manager.controllers.jobkinds.leaderworkerset import (
-    HELD_REPLICAS_ANNOTATION,
-    MANAGED_BY_ANNOTATION,
+from manager.controllers.jobkinds.base import Obj, PodSet, own_template
+from manager.controllers.jobkinds.heldbyreplicas import (
+    HeldByReplicasKind,
     replicas,
 )
 from manager.kube.resources import Resource
@@ -53,13 +51,10 @@ STATUS_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedRepli
 """What of a worker's status the manager shows (0 where the controller omits it)."""
 
 
-class ServingKind(JobKind):
+class ServingKind(HeldByReplicasKind):
     """A set of ``replicas`` identical pods that serves until deleted."""
 
     status_counters = STATUS_FIELDS
-    suspend_path = ("metadata", "annotations", HELD_REPLICAS_ANNOTATION)
-    managed_by_path = ("metadata", "annotations", MANAGED_BY_ANNOTATION)
-    upstream_managed_by_field = f"metadata.annotations[{MANAGED_BY_ANNOTATION}]"
 
     def __init__(self, resource: Resource, pod_label: str) -> None:
         self.resource = resource
@@ -72,28 +67,9 @@ class ServingKind(JobKind):
     def pod_sets(self, job: Obj) -> list[PodSet]:
         return [PodSet("main", replicas(job), own_template(at(job, "spec")))]
 
-    def outcome(self, job: Obj) -> Outcome | None:
-        return None  # it serves until deleted
-
     def is_suspended(self, job: Obj) -> bool:
         """Held by kfed, and still at zero (a scale-up on the manager is undone)."""
-        held = HELD_REPLICAS_ANNOTATION in annotations_of(job)
-        return held and int(at(job, "spec").get("replicas") or 0) == 0
-
-    def suspend_fields(self, suspend: bool, job: Obj | None = None) -> Obj:
-        if job is None:
-            raise ValueError(f"a {self.resource.kind} is held by its replicas: pass the job")
-        count = replicas(job)
-        held = {HELD_REPLICAS_ANNOTATION: str(count) if suspend else None}
-        return {"metadata": {"annotations": held}, "spec": {"replicas": 0 if suspend else count}}
-
-    def is_active(self, job: Obj) -> bool:
-        """Pods of it may still run: its controller counts them in ``status.replicas``."""
-        status = at(job, "status")
-        return int(status.get("replicas") or 0) > 0 or int(status.get("readyReplicas") or 0) > 0
-
-    def held_for_worker(self, job: Obj) -> bool:
-        return self.managed_by(job) == C.MULTIKUEUE_MANAGED_BY
+        return super().is_suspended(job) and int(at(job, "spec").get("replicas") or 0) == 0
 
     def spec_for_worker(self, job: Obj) -> Obj:
         spec = super().spec_for_worker(job)

@@ -16,11 +16,11 @@ from e2e.examples import JOBS
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.api.view import annotations_of, at
-from manager.controllers.jobkinds.leaderworkerset import (
+from manager.controllers.jobkinds.heldbyreplicas import (
     HELD_REPLICAS_ANNOTATION,
-    LEADERWORKERSET,
     MANAGED_BY_ANNOTATION,
 )
+from manager.controllers.jobkinds.leaderworkerset import LEADERWORKERSET
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.federation import article

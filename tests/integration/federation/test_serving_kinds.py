@@ -21,7 +21,7 @@ from e2e.examples import JOBS
 from e2e.waiting import wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
-from manager.controllers.jobkinds.leaderworkerset import (
+from manager.controllers.jobkinds.heldbyreplicas import (
     HELD_REPLICAS_ANNOTATION,
     MANAGED_BY_ANNOTATION,
 )

@@ -14,11 +14,11 @@ from manager.api import constants as C
 from manager.cli import jobfiles
 from manager.controllers.jobkinds import registry
 from manager.controllers.jobkinds.base import PodSetPlacement, merge_fields
-from manager.controllers.jobkinds.leaderworkerset import (
+from manager.controllers.jobkinds.heldbyreplicas import (
     HELD_REPLICAS_ANNOTATION,
-    LEADERWORKERSET,
     MANAGED_BY_ANNOTATION,
 )
+from manager.controllers.jobkinds.leaderworkerset import LEADERWORKERSET
 from manager.federation.engine.remoteobjects import remote_job
 from manager.federation.webhooks.webhook import review_job
 

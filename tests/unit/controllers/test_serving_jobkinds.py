@@ -16,7 +16,7 @@ from manager.api import constants as C
 from manager.cli import jobfiles
 from manager.controllers.jobkinds import registry
 from manager.controllers.jobkinds.base import PodSetPlacement, merge_fields
-from manager.controllers.jobkinds.leaderworkerset import (
+from manager.controllers.jobkinds.heldbyreplicas import (
     HELD_REPLICAS_ANNOTATION,
     MANAGED_BY_ANNOTATION,
 )
