@@ -125,6 +125,8 @@ OPERATOR_BINARIES: dict[str, tuple[str, str]] = {
     "training-operator": ("TRAINING_OPERATOR_VERSION", "training-operator"),
     "mpi-operator": ("MPI_OPERATOR_VERSION", "mpi-operator"),
     "lws": ("LWS_VERSION", "lws"),
+    "appwrapper": ("APPWRAPPER_VERSION", "appwrapper"),
+    "karpenter": ("KARPENTER_VERSION", "karpenter"),
 }
 
 

@@ -7,13 +7,16 @@
 #   training-operator           github.com/kubeflow/training-operator         (cmd/training-operator.v1)
 #   mpi-operator                github.com/kubeflow/mpi-operator              (cmd/mpi-operator)
 #   lws                         sigs.k8s.io/lws                               (cmd)
+#   appwrapper                  github.com/project-codeflare/appwrapper       (cmd)
+#   karpenter                   sigs.k8s.io/karpenter                         (kwok: its kwok cloud provider)
 # into $KFED_CACHE_DIR/bin/<name>-v<version>/ (default ~/.cache/kfed), with the module's CRD
 # YAMLs copied beside the binary in crds/ (for the trainer, also its stock ClusterTrainingRuntimes
 # in runtimes/; for jobset, the trainer and lws, also the module's webhook manifests.yaml in
 # webhook/).
 # All three pin k8s.io/* v0.34.1 and controller-runtime v0.22, the same minor as the test bed's
 # Kubernetes; trainer v2.1.0 itself requires sigs.k8s.io/jobset v0.10.1, so the JobSet pin
-# follows it. The Kubeflow v1 training-operator (PyTorchJob, kubeflow.org/v1) and the MPI
+# follows it. The Kubeflow v1 training-operator (PyTorchJob, TFJob, XGBoostJob, PaddleJob and
+# JAXJob, kubeflow.org/v1) and the MPI
 # operator v2 (MPIJob, kubeflow.org/v2beta1) pin k8s.io/* v0.31 and controller-runtime v0.19.
 # Both ship an mpijobs.kubeflow.org CRD (v1 and v2beta1): only the MPI operator's is kept (the
 # training-operator then runs without its MPIJob scheme: --enable-scheme).
@@ -28,9 +31,12 @@
 # $KFED_CACHE_DIR/build/<name>-v<version>.log and is shown if it fails.
 # Versions are pinned in versions.env; JOBSET_VERSION, TRAINER_VERSION, KUBERAY_VERSION in the
 # environment override them (no leading v).
-# TRAINING_OPERATOR_VERSION, MPI_OPERATOR_VERSION and LWS_VERSION likewise. Positional arguments
-# build only the operators named (jobset trainer kuberay training-operator mpi-operator lws),
-# e.g. `build-operators.sh training-operator mpi-operator`; none: all six.
+# TRAINING_OPERATOR_VERSION, MPI_OPERATOR_VERSION, LWS_VERSION, APPWRAPPER_VERSION and
+# KARPENTER_VERSION likewise. Positional arguments build only the operators named (jobset
+# trainer kuberay training-operator mpi-operator lws appwrapper karpenter), e.g.
+# `build-operators.sh training-operator mpi-operator`; none: all eight. The AppWrapper operator
+# v1.1.2 pins k8s.io/* v0.32 and controller-runtime v0.20; Karpenter v1.13.0 k8s.io/* v0.35
+# (go 1.26.4: v1.14.0 and later need a newer Go than this machine's 1.26.8).
 # Prints the bin directories built last, ':'-separated (jobset:trainer:kuberay:... by default).
 #
 # Running them against a bare control plane (etcd + kube-apiserver; checked with the test bed's
@@ -60,7 +66,8 @@
 #     $TMPDIR/k8s-webhook-server/serving-certs/tls.{crt,key}: give each instance its own
 #     TMPDIR. Its webhooks are validating only (manifests/base/webhook/manifests.yaml, same
 #     url/caBundle rewrite); TrainJob -> JobSet needs the JobSet controller running too.
-#   training-operator --kubeconfig K --enable-scheme=pytorchjob --leader-elect=false
+#   training-operator --kubeconfig K --enable-scheme=pytorchjob (and tfjob, xgboostjob,
+#     paddlejob, jaxjob: v1.9.2 has those and mpijob; none given, all) --leader-elect=false
 #     --metrics-bind-address 127.0.0.1:P1 --health-probe-bind-address 127.0.0.1:P2
 #     --webhook-server-port P3: its webhook server (all interfaces) reads its certificate from
 #     $TMPDIR/k8s-webhook-server/serving-certs (one TMPDIR per instance, as the trainer), and
@@ -70,11 +77,37 @@
 #     pod, the Secret's volume) before any controller starts; with no
 #     ValidatingWebhookConfiguration named validator.training-operator.kubeflow.org it injects
 #     nothing and goes on. Its webhooks only validate: the bed registers none, and its
-#     controller defaults a PyTorchJob itself.
+#     controller defaults each job itself.
 #   mpi-operator --kubeConfig K --lock-namespace NS: leader election is always on (a Lease in
 #     NS, which must exist); its health server listens on the constant :8080, so this script
 #     patches that one expression in its copy of the module to read KFED_HEALTH_ADDR first
 #     (unset: :8080 as released), else two instances on one host cannot both run. No webhooks.
+#   appwrapper --kubeconfig K --config CM, env NAMESPACE=NS: it has no flags for its settings;
+#     it reads them (config.yaml, the only key) from ConfigMap CM of namespace NS, and creates
+#     CM with its defaults when missing (webhooks on), so write CM first: webhooksEnabled
+#     false (else its cert rotator wants a Secret and the ValidatingWebhookConfiguration and
+#     Service it names, and its webhook server listens on the constant :9443 of every
+#     interface), controllerManager {leaderElection false, health.bindAddress
+#     127.0.0.1:P, metrics.bindAddress "0" (off; else HTTPS with authn/authz)},
+#     appwrapper.autopilot {injectAntiAffinities false, monitorNodes false} (else it watches
+#     Nodes and adds GPU-health anti-affinities to every GPU pod). Probe its /healthz only: a
+#     GET of /readyz starts its webhook server on :9443 even with webhooks off (two
+#     instances on one host: the second exits). Without its webhook nothing labels an
+#     AppWrapper with its user nor defaults its queue (its defaultQueueName is the webhook's);
+#     its controller runs any AppWrapper whose spec.managedBy is unset or its own once
+#     spec.suspend is false, creating each component as its template says (a Job without a
+#     queue label), and deletes them again when suspended.
+#   karpenter (not an operator of every worker: the autoscaler of a bed cluster whose node
+#     groups grow, e2e/local/autoscaler.py): no flags needed, its settings are environment
+#     variables: KUBECONFIG, DISABLE_LEADER_ELECTION=true, METRICS_PORT, HEALTH_PROBE_PORT (both
+#     on every interface), INSTANCE_TYPES_FILE_PATH (the kwok provider's instance types, a JSON
+#     list of {name, offerings, architecture, operatingSystems, resources}; nvidia.com/gpu
+#     counts like cpu), BATCH_IDLE_DURATION/BATCH_MAX_DURATION (how long it gathers pending
+#     pods). Apply crds/ first (NodePool, NodeClaim, NodeOverlay, KWOKNodeClass), then a
+#     KWOKNodeClass and NodePools naming it. Its nodes carry kwok.x-k8s.io/node=fake, so the
+#     bed's kwok runs them. No webhooks. Checked with v1.13.0 on Kubernetes 1.37.2: a pod asking
+#     for 4 GPUs ran on a new node ~1 s after creation; the empty node went ~27 s after the pod
+#     did (consolidateAfter 5s).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -86,6 +119,8 @@ KUBERAY_VERSION=${KUBERAY_VERSION:-$(pinned KUBERAY_VERSION)}
 TRAINING_OPERATOR_VERSION=${TRAINING_OPERATOR_VERSION:-$(pinned TRAINING_OPERATOR_VERSION)}
 MPI_OPERATOR_VERSION=${MPI_OPERATOR_VERSION:-$(pinned MPI_OPERATOR_VERSION)}
 LWS_VERSION=${LWS_VERSION:-$(pinned LWS_VERSION)}
+APPWRAPPER_VERSION=${APPWRAPPER_VERSION:-$(pinned APPWRAPPER_VERSION)}
+KARPENTER_VERSION=${KARPENTER_VERSION:-$(pinned KARPENTER_VERSION)}
 
 cache=${KFED_CACHE_DIR:-$HOME/.cache/kfed}
 jobset_dir="$cache/bin/jobset-v$JOBSET_VERSION"
@@ -94,6 +129,8 @@ kuberay_dir="$cache/bin/kuberay-v$KUBERAY_VERSION"
 training_operator_dir="$cache/bin/training-operator-v$TRAINING_OPERATOR_VERSION"
 mpi_operator_dir="$cache/bin/mpi-operator-v$MPI_OPERATOR_VERSION"
 lws_dir="$cache/bin/lws-v$LWS_VERSION"
+appwrapper_dir="$cache/bin/appwrapper-v$APPWRAPPER_VERSION"
+karpenter_dir="$cache/bin/karpenter-v$KARPENTER_VERSION"
 work="$cache/build"
 
 build_tag=build-operators
@@ -210,8 +247,24 @@ build_lws() {
     "-X sigs.k8s.io/lws/pkg/version.GitVersion=v$LWS_VERSION"
   copy_webhooks sigs.k8s.io/lws "$LWS_VERSION" config/webhook "$lws_dir"
 }
+build_appwrapper() {
+  build_operator appwrapper "$APPWRAPPER_VERSION" github.com/project-codeflare/appwrapper ./cmd \
+    appwrapper "$appwrapper_dir" config/crd/bases "-X main.BuildVersion=v$APPWRAPPER_VERSION"
+}
 
-all_operators=(jobset trainer kuberay training-operator mpi-operator lws)
+# Karpenter's kwok cloud provider (./kwok of the module); its CRDs are the chart's (NodePool,
+# NodeClaim, NodeOverlay) and the kwok node class's (KWOKNodeClass).
+build_karpenter() {
+  build_operator karpenter "$KARPENTER_VERSION" sigs.k8s.io/karpenter ./kwok karpenter \
+    "$karpenter_dir" kwok/charts/crds
+  if [ ! -f "$karpenter_dir/crds/karpenter.kwok.sh_kwoknodeclasses.yaml" ]; then
+    local dir
+    dir=$(module_dir sigs.k8s.io/karpenter "v$KARPENTER_VERSION")
+    copy_yamls "$dir/kwok/apis/crds" "$karpenter_dir/crds"
+  fi
+}
+
+all_operators=(jobset trainer kuberay training-operator mpi-operator lws appwrapper karpenter)
 wanted=("$@")
 [ "${#wanted[@]}" -gt 0 ] || wanted=("${all_operators[@]}")
 dirs=()
@@ -223,6 +276,8 @@ for op in "${wanted[@]}"; do
     training-operator) dirs+=("$training_operator_dir") ;;
     mpi-operator) dirs+=("$mpi_operator_dir") ;;
     lws) dirs+=("$lws_dir") ;;
+    appwrapper) dirs+=("$appwrapper_dir") ;;
+    karpenter) dirs+=("$karpenter_dir") ;;
     *) die "unknown operator '$op'; known: ${all_operators[*]}" ;;
   esac
 done

@@ -31,6 +31,12 @@ TRAINER = Operator(
 KUBERAY = Operator(
     "kuberay", "github.com/ray-project/kuberay/ray-operator", "KUBERAY_VERSION", "config/crd/bases"
 )
+APPWRAPPER = Operator(
+    "appwrapper",
+    "github.com/project-codeflare/appwrapper",
+    "APPWRAPPER_VERSION",
+    "config/crd/bases",
+)
 
 
 def version_of(operator: Operator, path: Path = VERSIONS_FILE) -> str:

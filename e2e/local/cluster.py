@@ -386,14 +386,14 @@ class LocalCluster:
     # -- kubectl -----------------------------------------------------------------------
 
     def kubectl(
-        self, *args: str, input: str | None = None, check: bool = True
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [str(self._binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
             input=input,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=timeout,
         )
         if check and result.returncode != 0:
             raise KubectlError(result)

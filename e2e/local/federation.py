@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from e2e import binaries
+from e2e.local import autoscaler
 from e2e.local import operators as ops
 from e2e.local.cluster import LocalCluster
 from e2e.local.kwoknodes import NodeGroup
@@ -147,6 +148,7 @@ class LocalFederation:
                     )
             if self.operators:
                 self._start_operators(say)
+            self._start_autoscalers(say)
         except BaseException:
             self.down()
             raise
@@ -165,6 +167,17 @@ class LocalFederation:
             self.save_state()
             list(pool.map(lambda r: r.wait_ready(), running))
         say(f"{names} ready on {', '.join(c.name for c in self.workers)}")
+
+    def _start_autoscalers(self, say: Any) -> None:
+        """Karpenter on each cluster with a node group that grows (``maxNodes``)."""
+        for cluster in self.clusters.values():
+            if not autoscaler.growing(cluster.nodes):
+                continue
+            health = autoscaler.start(cluster)
+            self.save_state()
+            autoscaler.wait_ready(cluster, health)
+            pools = ", ".join(g.name for g in autoscaler.growing(cluster.nodes))
+            say(f"{cluster.name}: karpenter ready, growing {pools}")
 
     def down(self) -> None:
         for cluster in self.clusters.values():

@@ -22,6 +22,14 @@ class NodeGroup:
     capacity: dict[str, str]
     devices: dra.Devices | None = None
     """The GPUs each node publishes through DRA (a ResourceSlice per node), if any."""
+    max_nodes: int = 0
+    """Above 0: the group grows on demand, up to this many nodes, its ``count`` the nodes it
+    starts with (0: none): an autoscaler (Karpenter, ``e2e/local/autoscaler.py``) makes
+    the others when pods wait for them and removes them once empty."""
+
+    @property
+    def grows(self) -> bool:
+        return self.max_nodes > 0
 
     def to_state(self) -> dict[str, Any]:
         """The node file's shape of this group (``NodeGroup.from_state`` reads it back)."""
@@ -33,6 +41,8 @@ class NodeGroup:
         }
         if self.devices is not None:
             state["devices"] = dra.devices_to_state(self.devices)
+        if self.max_nodes:
+            state["maxNodes"] = self.max_nodes
         return state
 
     @classmethod
@@ -45,6 +55,7 @@ class NodeGroup:
             labels={str(k): str(v) for k, v in (state.get("labels") or {}).items()},
             capacity={str(k): str(v) for k, v in (state.get("capacity") or {}).items()},
             devices=dra.parse_devices(state.get("devices"), group=name),
+            max_nodes=int(state.get("maxNodes", 0)),
         )
 
 

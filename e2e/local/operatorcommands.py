@@ -16,6 +16,45 @@ from e2e.local import pki
 HOST = "127.0.0.1"
 MPI_LOCK_NAMESPACE = "mpi-operator"
 """The MPI operator always elects a leader, with a Lease in this namespace."""
+APPWRAPPER_NAMESPACE = "appwrapper-system"
+APPWRAPPER_CONFIG = "appwrapper-operator-config"
+"""The AppWrapper operator reads its configuration from this ConfigMap of $NAMESPACE (made
+with its defaults, webhooks on, when missing: the bed writes it first)."""
+
+
+def appwrapper_objects(health: int) -> list[dict[str, Any]]:
+    """The AppWrapper operator's namespace and configuration: webhooks off (its webhook
+    server's port is the constant 9443, its certificate rotator wants a Service), leader
+    election off, health on 127.0.0.1, metrics off, none of its Autopilot node watching and
+    pod affinities; its RBAC check of the wrapped kinds (a webhook's) off."""
+    config = {
+        "controllerManager": {
+            "health": {"bindAddress": f"{HOST}:{health}"},
+            "metrics": {"bindAddress": "0"},
+            "leaderElection": False,
+        },
+        "webhooksEnabled": False,
+        "appwrapper": {
+            "userRBACAdmissionCheck": False,
+            "autopilot": {"injectAntiAffinities": False, "monitorNodes": False},
+        },
+    }
+    meta = {"name": APPWRAPPER_CONFIG, "namespace": APPWRAPPER_NAMESPACE}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": APPWRAPPER_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta,
+            "data": {"config.yaml": yaml.safe_dump(config)},
+        },
+    ]
+
+
+TRAINING_OPERATOR_SCHEMES = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+"""The training-operator's kinds the bed runs (``--enable-scheme``; v1.9.2 has them all,
+JAXJob since v1.9), and whose CRDs it installs: not its MPIJob (v1), kfed's is the MPI
+operator's (v2beta1)."""
 
 
 def _probe(api_version: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -74,6 +113,9 @@ def command(
             f"--lock-namespace={MPI_LOCK_NAMESPACE}",
             "--threadiness=4",
         ], mpi_env
+    if name == "appwrapper":  # its configuration: appwrapper_objects, in the ConfigMap
+        aw_env = {"NAMESPACE": APPWRAPPER_NAMESPACE, "KUBECONFIG": str(kubeconfig)}
+        return [binary, flag, f"--config={APPWRAPPER_CONFIG}", "--zap-encoder=console"], aw_env
     if name == "kuberay":
         return [
             binary,
@@ -82,7 +124,10 @@ def command(
             f"--metrics-addr={HOST}:{metrics}",
             f"--health-probe-bind-address={HOST}:{health}",
             "--log-stdout-encoder=console",
-        ], None
+            # No Ray runs on kwok: a RayJob's dashboard never answers. A test that writes the
+            # Ray job's end as the dashboard would report it (tests/.../test_rayjob.py) has
+            # KubeRay's own grace-period rule end the RayJob at once, not 300 s later.
+        ], {"RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS": "0"}
     if name in ("training-operator", "trainer"):
         # Each reads its certificate from $TMPDIR/k8s-webhook-server/serving-certs only: one
         # TMPDIR per instance keeps the workers' operators apart.
@@ -93,7 +138,8 @@ def command(
             return [
                 binary,
                 flag,
-                "--enable-scheme=pytorchjob",
+                # The kinds kfed queues (not its MPIJob: the MPI operator's is kfed's).
+                *(f"--enable-scheme={s}" for s in TRAINING_OPERATOR_SCHEMES),
                 "--leader-elect=false",
                 f"--metrics-bind-address={HOST}:{metrics}",
                 f"--health-probe-bind-address={HOST}:{health}",

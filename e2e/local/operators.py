@@ -1,5 +1,6 @@
 """The batch operators a full local worker cluster runs: JobSet, Kubeflow Trainer v2, KubeRay,
-Kubeflow's training-operator v1 (PyTorchJob), the MPI operator v2 (MPIJob) and LeaderWorkerSet.
+Kubeflow's training-operator v1 (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob), the MPI
+operator v2 (MPIJob), LeaderWorkerSet and the AppWrapper operator.
 
 Each runs as one more process of its LocalCluster (role = operator name, log in the cluster's
 ``logs/``), from the binaries ``build-operators.sh`` caches, exactly as that script's header
@@ -22,12 +23,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from e2e import binaries
 from e2e.local import pki
 from e2e.local.cluster import LocalCluster
 from e2e.local.errors import ClusterStartError, KubectlError
-from e2e.local.operatorcommands import HOST, MPI_LOCK_NAMESPACE, WEBHOOK_PROBES, command
+from e2e.local.operatorcommands import (
+    HOST,
+    MPI_LOCK_NAMESPACE,
+    TRAINING_OPERATOR_SCHEMES,
+    WEBHOOK_PROBES,
+    appwrapper_objects,
+    command,
+)
 from e2e.local.ports import free_ports
 from e2e.waiting import wait_for_sync
 
@@ -40,11 +49,13 @@ OPERATORS: tuple[str, ...] = (
     "training-operator",
     "mpi-operator",
     "lws",
+    "appwrapper",
 )
-WITHOUT_WEBHOOKS = ("kuberay", "training-operator", "mpi-operator")
+WITHOUT_WEBHOOKS = ("kuberay", "training-operator", "mpi-operator", "appwrapper")
 """Operators whose webhooks the bed does not register: KubeRay's are off unless
 ENABLE_WEBHOOKS=true, the MPI operator has none, and the training-operator's only validate (its
-controller defaults a PyTorchJob itself)."""
+controller defaults each of its jobs itself); the AppWrapper operator's are off in its
+configuration (they label and validate; its controller needs none)."""
 TRAINING_OPERATOR_NAMESPACE = "kubeflow"
 """Where the training-operator's cert rotator keeps its Secret (its default namespace)."""
 TRAINING_OPERATOR_SECRET = "training-operator-webhook-cert"
@@ -55,6 +66,9 @@ Secret's volume) before any controller starts; it never reads it, nor does its w
 # A TrainJob runs as a JobSet: without the JobSet controller the trainer cannot do anything.
 _NEEDS = {"trainer": "jobset"}
 FIELD_MANAGER = "kfed-operators"
+CRD_APPLY_TIMEOUT = 600.0
+"""Seconds for the operators' CRDs to be applied, and then for them to be Established."""
+CRD_APPLY_ATTEMPTS = 4
 # As JobSet's config/components/webhook/patches: its pod webhooks see JobSet pods only, so a
 # stopped jobset never blocks other pods.
 JOBSET_POD_SELECTOR: dict[str, Any] = {
@@ -142,7 +156,9 @@ def webhook_configurations(
     return result
 
 
-CRD_FILES = {"training-operator": ("kubeflow.org_pytorchjobs.yaml",)}
+CRD_FILES = {
+    "training-operator": tuple(f"kubeflow.org_{kind}s.yaml" for kind in TRAINING_OPERATOR_SCHEMES)
+}
 """Operators whose bed installs some of their CRDs only: the kinds kfed queues (each of the
 training-operator's is ~0.6 MB of schema for every kube-apiserver to compile)."""
 
@@ -166,9 +182,22 @@ def apply_crd_directories(
     if not dirs:
         return
     files = [arg for d in dirs for arg in ("-f", str(d))]
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}", *files
-    )
+    # Seven operators' CRDs (11 MB; KubeRay's 4 MB apply in 5 s on an idle API server): with
+    # three beds starting at once on two cores this one apply took over 120 s (2026-12-07),
+    # so kubectl gets long; and one CRD's apply can outlast the API server's own 60 s
+    # request timeout (a 504 "Timeout: request did not complete", every test of the bed's
+    # group errored): the apply is idempotent and those done stay done, so it is tried again.
+    for attempt in Retrying(
+        retry=retry_if_exception(_server_timed_out),
+        stop=stop_after_attempt(CRD_APPLY_ATTEMPTS),
+        wait=wait_random_exponential(multiplier=2, max=20),
+        reraise=True,
+    ):
+        with attempt:
+            cluster.kubectl(
+                "apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}",
+                *files, timeout=CRD_APPLY_TIMEOUT,
+            )  # fmt: skip
     # By name, not -f: kubectl would parse the megabytes of YAML again.
     crds = [crd_name(f) for d in dirs for f in (sorted(d.glob("*.yaml")) if d.is_dir() else [d])]
 
@@ -180,11 +209,16 @@ def apply_crd_directories(
 
     wait_for_sync(
         established,
-        timeout=90,
+        timeout=CRD_APPLY_TIMEOUT,
         what=f"{cluster.name}: CRDs of {', '.join(_owner(d) for d in dirs)} Established",
         interval=0.5,
         ignore=(KubectlError,),
     )
+
+
+def _server_timed_out(err: BaseException) -> bool:
+    """A request the API server gave up on under load (504: its --request-timeout)."""
+    return isinstance(err, KubectlError) and "Timeout: request did not complete" in str(err)
 
 
 def _owner(path: Path) -> str:
@@ -237,6 +271,8 @@ class ClusterOperators:
                 hooks += webhook_configurations(
                     manifests.read_text(), prefix=name, port=webhook, ca_pem=ca.pair.cert_pem
                 )
+            if name == "appwrapper":  # its configuration is a ConfigMap, read at start
+                self.cluster.apply_objects(appwrapper_objects(health), field_manager=FIELD_MANAGER)
             self.cluster.start_process(name, argv, env=env)
         if hooks:
             # Fail closed (as upstream): until an operator serves, its kinds cannot be created;
@@ -283,6 +319,10 @@ class ClusterOperators:
         if name == "mpi-operator":
             # Only /healthz; it runs its controller once it leads (a Lease of its own).
             return ready(self.health_ports[name], "/healthz") and self._leading(name)
+        if name == "appwrapper":
+            # Never its /readyz: that starts its webhook server (the constant :9443, all
+            # interfaces), which one instance per worker on one host cannot all bind.
+            return ready(self.health_ports[name], "/healthz")
         return ready(self.health_ports[name])
 
     def _leading(self, name: str) -> bool:

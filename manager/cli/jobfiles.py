@@ -1,6 +1,8 @@
 """Job manifests as users write them: read, validate as a kind of job kfed queues (a
-``batch/v1`` Job, a JobSet, a TrainJob, a RayCluster, a PyTorchJob, an MPIJob, a
-LeaderWorkerSet: ``jobkinds/registry.py``), and prepare for the manager's queue (queue label,
+``batch/v1`` Job, a JobSet, a TrainJob, a RayCluster, a PyTorchJob (or TFJob,
+XGBoostJob, PaddleJob, JAXJob), an MPIJob, a
+LeaderWorkerSet, an AppWrapper: ``jobkinds/registry.py``), and prepare for the manager's
+queue (queue label,
 ``suspend: true`` where the kind keeps it, a LeaderWorkerSet held at zero replicas). Pure: no
 cluster is contacted."""
 

@@ -228,8 +228,8 @@ def command(
 ) -> None:
     """Print the logs of a job's pods from the worker it runs or ran on.
 
-    NAME is the job on the manager (a Job, JobSet, TrainJob, RayCluster, PyTorchJob, MPIJob
-    or LeaderWorkerSet; or its Workload),
+    NAME is the job on the manager (a Job, JobSet, TrainJob, RayCluster, PyTorchJob, TFJob,
+    XGBoostJob, PaddleJob, JAXJob, MPIJob, LeaderWorkerSet or AppWrapper; or its Workload),
     in -n/--namespace (default: the kubeconfig context's namespace, else default), or
     NAMESPACE/NAME. kfed finds the worker (status.clusterName), connects to it with the manager's
     credentials for it (the kubeconfig in its MultiKueueCluster's Secret, in kfed's

@@ -142,9 +142,10 @@ def command(
     """Submit the job(s) in FILE ('-' for stdin) to the manager cluster.
 
     Every YAML document must be a valid job of a kind kfed queues: a batch/v1 Job, a JobSet,
-    a Kubeflow TrainJob, a RayCluster, a PyTorchJob, an MPIJob or a LeaderWorkerSet (exit 2
+    a Kubeflow TrainJob, a RayCluster, a PyTorchJob (TFJob, XGBoostJob, PaddleJob,
+    JAXJob), an MPIJob, a LeaderWorkerSet or an AppWrapper (exit 2
     otherwise; nothing is created). kfed adds the queue label (--queue) and spec.suspend: true
-    (a PyTorchJob's or MPIJob's spec.runPolicy.suspend; a LeaderWorkerSet is held at zero
+    (a Kubeflow job's spec.runPolicy.suspend; a LeaderWorkerSet is held at zero
     replicas, its count in the annotation kfed.io/held-replicas), checks that the LocalQueue
     exists in the job's namespace (its metadata.namespace, else -n/--namespace, else the
     kubeconfig context's namespace, else default; -n contradicting a manifest's is exit 2, as

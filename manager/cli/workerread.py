@@ -19,7 +19,7 @@ from manager.cli.queuechain import by_key
 from manager.controllers.jobkinds.base import JobKind
 from manager.core import tas_summary
 from manager.core.tas import TopologySnapshot
-from manager.federation.decisions import capacity, deviceinventory
+from manager.federation.decisions import capacity, deviceinventory, growth
 from manager.federation.engine.lookups import foreign_reason
 from manager.federation.settings import TOPOLOGY_REPORT
 from manager.federation.workers import kubeconfig
@@ -75,16 +75,30 @@ async def read_worker(
                     blocked = foreign_reason(kind.resource.kind, there)
         worker_devices, catalogue = await _read_devices(api) if with_devices else (None, None)
         trees = await _read_topology(api, report_namespace)
+        pools = await _read_node_pools(api)
     finally:
         await api.close()
+    flavors = by_key(rfs["items"])
     view = capacity.WorkerView(
         name=name,
         local_queues=by_key(lqs["items"]),
         cluster_queues=by_key(cqs["items"]),
-        flavors=by_key(rfs["items"]),
+        flavors=flavors,
         order=order,
+        grows=growth.grown_flavors(flavors, pools),
     )
     return WorkerRead(view, serves, blocked, worker_devices, catalogue, trees)
+
+
+async def _read_node_pools(api: KubeApi) -> list[Obj]:
+    """Its Karpenter NodePools, as the dispatcher follows them ([]: it runs no Karpenter, or
+    we may not read them)."""
+    if not await discovery.serves(api, R.NODE_POOLS):
+        return []
+    try:
+        return list((await api.list(R.NODE_POOLS))["items"])
+    except errors.Forbidden:
+        return []
 
 
 async def _read_topology(api: KubeApi, namespace: str) -> dict[str, TopologySnapshot]:

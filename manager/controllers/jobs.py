@@ -89,6 +89,8 @@ class JobController:
                 self.finished_deleted[key] = event.obj
                 self.queue.add(f"finished-deleted:{key}")
             return
+        if not self.kind.manages(event.obj):
+            return
         if jobworkload.queue_name(event.obj) or self.state.workloads.get(self._key(event.obj)):
             self.queue.add(event.key)
 
@@ -105,7 +107,7 @@ class JobController:
             await self._finish_deleted(key.removeprefix("finished-deleted:"))
             return None
         job = self.jobs.get(key)
-        if job is None or not jobworkload.queue_name(job):
+        if job is None or not jobworkload.queue_name(job) or not self.kind.manages(job):
             return None
         wl = self.state.workloads.get(self._key(job))
         with tracing.workload_context(wl):
@@ -113,8 +115,12 @@ class JobController:
 
     async def _reconcile(self, job: Obj, wl: Obj | None) -> float | None:
         outcome = self.kind.outcome(job)
+        deleting = bool(job["metadata"].get("deletionTimestamp"))
         if wl is None:
-            if outcome is None:
+            # A job being deleted gets no new Workload, as upstream's job reconciler only drops
+            # finalizers then: under foreground deletion the garbage collector takes the
+            # Workload first, and a new one would be admitted and placed once more.
+            if outcome is None and not deleting:
                 await self._keep_suspended(job)
                 if not labels_of(job).get(C.PREBUILT_WORKLOAD_LABEL):
                     return await self._create_workload(job)
@@ -139,8 +145,11 @@ class JobController:
         # A fenced job stays stopped even while this cache still holds its copy active:
         # another replica of the shim may have fenced it a moment ago (docs/operations.md).
         fenced = C.FENCED_ANNOTATION in annotations_of(job)
-        if runnable and suspended and not fenced:
+        if runnable and suspended and not fenced and not deleting:
             await self._start(job, wl)
+        elif not runnable and not suspended and self.kind.stopped_by_deletion:
+            if self.kind.is_active(job) and await self._delete_job(job):
+                told.stopped(self.state.events, job, wl)
         elif not runnable and not suspended:
             # A running job's templates are immutable: suspend first, restore afterwards.
             if await self._patch_job(job, self.kind.suspend_fields(True, job)) is not None:
@@ -204,7 +213,19 @@ class JobController:
 
     async def _keep_suspended(self, job: Obj) -> None:
         if not self.kind.is_suspended(job):
-            await self._patch_job(job, self.kind.suspend_fields(True, job))
+            patch = self.kind.suspend_fields(True, job)
+            if patch:
+                await self._patch_job(job, patch)
+
+    async def _delete_job(self, job: Obj) -> bool:
+        """Stop a job that cannot be suspended again (a started Pod) by deleting it."""
+        meta = job["metadata"]
+        try:
+            return await self.state.api.delete(
+                self.kind.resource, meta["name"], meta.get("namespace"), uid=meta.get("uid")
+            )
+        except (errors.NotFound, errors.Conflict):
+            return False
 
     async def _patch_job(self, job: Obj, patch: Obj) -> Obj | None:
         """The job as written (None: it is gone)."""

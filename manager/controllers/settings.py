@@ -47,12 +47,19 @@ class ControllerSettings:
         "batch/job",
         "jobset.x-k8s.io/jobset",
         "ray.io/raycluster",
+        "ray.io/rayjob",
         "trainer.kubeflow.org/trainjob",
         "kubeflow.org/pytorchjob",
         "kubeflow.org/mpijob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/jaxjob",
         "leaderworkerset.x-k8s.io/leaderworkerset",
+        "workload.codeflare.dev/appwrapper",
         "statefulset",
         "deployment",
+        "pod",
     )
     """Kinds of job to queue (Kueue's ``integrations.frameworks``; ``jobkinds/registry.py``).
     ``batch/job`` is always on; another kind starts once its CRD is served."""

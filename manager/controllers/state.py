@@ -148,7 +148,13 @@ class ClusterState:
         caller runs."""
         if kind not in self.job_kinds:
             self.job_kinds.add(
-                kind, Informer(self.api, kind.resource, watch_timeout=self._watch_timeout)
+                kind,
+                Informer(
+                    self.api,
+                    kind.resource,
+                    label_selector=kind.informer_selector,
+                    watch_timeout=self._watch_timeout,
+                ),
             )
         return self.job_kinds[kind]
 

@@ -183,6 +183,10 @@ class FederationController:
                     log.info("garbage collection removed %d remote workloads", removed)
             except errors.KubeError as err:
                 log.info("garbage collection: %s", err)
+            except Exception:
+                # A sweep is best effort and the next one starts over: a fault in one (once, a
+                # closed connection's bare RuntimeError) must not end the whole federation.
+                log.exception("garbage collection failed; trying again next sweep")
 
     async def _admission_check_status_loop(self) -> None:
         """AdmissionCheck Active condition for our controller name, as upstream reports it."""

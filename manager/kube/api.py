@@ -219,6 +219,12 @@ class KubeApi:
         }
         await client.update_params_for_auth(headers, params, ["BearerToken"])
         rest = client.rest_client
+        if rest.pool_manager.closed:
+            # A connection closed under a task still using it (a worker's kubeconfig was
+            # replaced while the garbage collection swept it): aiohttp would raise a bare
+            # RuntimeError, which no caller expects of an unreachable cluster; it once
+            # ended the manager's garbage collection loop, and the manager with it.
+            raise aiohttp.ClientConnectionError("its connection is closed")
         url = f"{client.configuration.host}{path}"
         if params:
             url += "?" + urlencode(params)

@@ -77,6 +77,9 @@ RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceC
 DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
 """A worker's devices, what is allocated of them and how they are selected: the manager's
 view of a worker for placement by devices (federation/decisions/devices.py)."""
+NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", False)
+"""Karpenter's pools of nodes made on demand: a worker flavor whose nodes a NodePool makes
+grows (federation/decisions/growth.py)."""
 MUTATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io",
     "v1",

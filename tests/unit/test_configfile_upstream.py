@@ -24,18 +24,13 @@ from manager.federation.settings import DispatchMode
 DATA = Path(__file__).resolve().parents[1] / "data" / "upstream-config"
 RELEASES = ("v0.17.0", "v0.18.6", "v0.19.2")
 
-NOT_FEDERATED_BEFORE_V019 = (
-    "ray.io/rayjob, ray.io/rayservice, kubeflow.org/paddlejob, "
-    "kubeflow.org/tfjob, kubeflow.org/xgboostjob, kubeflow.org/jaxjob, "
-    "workload.codeflare.dev/appwrapper, pod"
-)
-NOT_FEDERATED_V019 = (  # v0.19.2's file leaves the Kubeflow training operators' jobs out
-    "ray.io/rayjob, ray.io/rayservice, workload.codeflare.dev/appwrapper, pod"
-)
+NOT_FEDERATED = "ray.io/rayservice"
 KFED_ALL = (
-    "batch/job, jobset.x-k8s.io/jobset, ray.io/raycluster, trainer.kubeflow.org/trainjob, "
-    "kubeflow.org/pytorchjob, kubeflow.org/mpijob, leaderworkerset.x-k8s.io/leaderworkerset, "
-    "statefulset, deployment"
+    "batch/job, jobset.x-k8s.io/jobset, ray.io/raycluster, ray.io/rayjob, "
+    "trainer.kubeflow.org/trainjob, "
+    "kubeflow.org/pytorchjob, kubeflow.org/mpijob, kubeflow.org/tfjob, kubeflow.org/xgboostjob, "
+    "kubeflow.org/paddlejob, kubeflow.org/jaxjob, leaderworkerset.x-k8s.io/leaderworkerset, "
+    "workload.codeflare.dev/appwrapper, statefulset, deployment, pod"
 )
 RELEASE_FILE_WARNS = [
     "health.healthProbeBindAddress",
@@ -45,14 +40,16 @@ RELEASE_FILE_WARNS = [
     "controller.groupKindConcurrency",
     "integrations.frameworks",
 ]
-SERVING_KINDS = ",deployment,statefulset,leaderworkerset.x-k8s.io/leaderworkerset"
+SERVING_KINDS = ",pod,deployment,statefulset,leaderworkerset.x-k8s.io/leaderworkerset"
 KFED_KINDS_BEFORE_V019 = (
-    "batch/job,kubeflow.org/mpijob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
-    "kubeflow.org/pytorchjob,trainer.kubeflow.org/trainjob" + SERVING_KINDS
+    "batch/job,kubeflow.org/mpijob,ray.io/rayjob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
+    "kubeflow.org/paddlejob,kubeflow.org/pytorchjob,kubeflow.org/tfjob,kubeflow.org/xgboostjob,"
+    "kubeflow.org/jaxjob,workload.codeflare.dev/appwrapper,trainer.kubeflow.org/trainjob"
+    + SERVING_KINDS
 )
-KFED_KINDS_V019 = (
-    "batch/job,kubeflow.org/mpijob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
-    "trainer.kubeflow.org/trainjob" + SERVING_KINDS
+KFED_KINDS_V019 = (  # v0.19.2's file leaves the Kubeflow training operators' jobs out
+    "batch/job,kubeflow.org/mpijob,ray.io/rayjob,ray.io/raycluster,jobset.x-k8s.io/jobset,"
+    "workload.codeflare.dev/appwrapper,trainer.kubeflow.org/trainjob" + SERVING_KINDS
 )
 
 
@@ -85,9 +82,9 @@ def warning_of(args: object, path: str) -> str:
 @pytest.mark.parametrize(
     ("release", "not_federated", "kept", "qps", "burst"),
     [
-        ("v0.17.0", NOT_FEDERATED_BEFORE_V019, KFED_KINDS_BEFORE_V019, 50.0, 100),
-        ("v0.18.6", NOT_FEDERATED_BEFORE_V019, KFED_KINDS_BEFORE_V019, 50.0, 100),
-        ("v0.19.2", NOT_FEDERATED_V019, KFED_KINDS_V019, 300.0, 500),
+        ("v0.17.0", NOT_FEDERATED, KFED_KINDS_BEFORE_V019, 50.0, 100),
+        ("v0.18.6", NOT_FEDERATED, KFED_KINDS_BEFORE_V019, 50.0, 100),
+        ("v0.19.2", NOT_FEDERATED, KFED_KINDS_V019, 300.0, 500),
     ],
     ids=RELEASES,
 )
@@ -120,14 +117,9 @@ def test_upstreams_multikueue_manager_configuration_starts_the_manager() -> None
     assert warned(args, config) == [
         "metrics.enableClusterQueueResources",
         "controller.groupKindConcurrency",
-        "integrations.frameworks",
         "tls.minVersion",
         "tls.cipherSuites",
-    ]
-    assert warning_of(args, "integrations.frameworks").endswith(
-        "integrations.frameworks: pod: Kueue integrations kfed does not "
-        f"federate; ignored (kfed's: {KFED_ALL})"
-    )
+    ]  # every framework it names (pod, deployment, statefulset) is kfed's too
     # featureGates.MultiKueueManagerQuotaAutomation: true is acted on (docs/federation.md).
     assert args.manager_quota_automation is True  # type: ignore[attr-defined]
     controllers = args.controller_settings  # type: ignore[attr-defined]
@@ -136,7 +128,7 @@ def test_upstreams_multikueue_manager_configuration_starts_the_manager() -> None
         "LessThanOrEqualToFinalShare",
         "LessThanInitialShare",
     ]
-    assert controllers.integrations == ("batch/job", "deployment", "statefulset")
+    assert controllers.integrations == ("batch/job", "pod", "deployment", "statefulset")
 
 
 def test_an_upstream_v1beta1_configuration_starts_the_manager() -> None:

@@ -95,8 +95,23 @@ class JobKind(ABC):
     upstream_managed_by_field = "spec.managedBy"
     """How upstream MultiKueue's refusal of a job not managed by it names the field (the
     training-operator kinds' says ``spec.managedBy`` too, an MPIJob's its real path)."""
+    informer_selector: str | None = None
+    """The label selector of the objects of this kind a cluster's controllers follow (None:
+    all of them; a Pod: those that name a queue)."""
+    stopped_by_deletion = False
+    """A running job of it cannot be suspended again, only deleted (a Pod: a gate cannot be
+    added back)."""
 
     # -- what the adapter says --------------------------------------------------------------
+
+    def manages(self, job: Obj) -> bool:
+        """It is queued as a job of this kind (a Pod that a controller made is its owner's)."""
+        return True
+
+    def refusal(self, job: Obj) -> str | None:
+        """Why upstream Kueue's webhook refuses this queued job (its field errors), or None
+        (a RayJob without ``shutdownAfterJobFinishes``, ...)."""
+        return None
 
     @abstractmethod
     def pod_sets(self, job: Obj) -> list[PodSet]:

@@ -17,6 +17,14 @@ class RayClusterKind(JobKind):
     default_managed_by = "ray.io/kuberay-operator"
     pod_label = "ray.io/cluster"
 
+    def manages(self, job: Obj) -> bool:
+        """Not the RayCluster of a RayJob (it carries the RayJob's labels, queue and all):
+        the RayJob's Workload answers for it, as upstream's owner rule says."""
+        return not any(
+            ref.get("controller") and ref.get("kind") == "RayJob"
+            for ref in items(job, "metadata", "ownerReferences")
+        )
+
     def pod_sets(self, job: Obj) -> list[PodSet]:
         spec = at(job, "spec")
         result = [PodSet("head", 1, own_template(at(spec, "headGroupSpec")))]

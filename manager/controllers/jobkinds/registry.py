@@ -3,26 +3,40 @@
 
 from __future__ import annotations
 
+from manager.controllers.jobkinds.appwrapper import APPWRAPPER
 from manager.controllers.jobkinds.base import JobKind, Obj
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
+from manager.controllers.jobkinds.jaxjob import JAXJOB
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.controllers.jobkinds.leaderworkerset import LEADERWORKERSET
 from manager.controllers.jobkinds.mpijob import MPIJOB
+from manager.controllers.jobkinds.paddlejob import PADDLEJOB
+from manager.controllers.jobkinds.pod import POD
 from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.rayjob import RAYJOB
 from manager.controllers.jobkinds.serving import DEPLOYMENT, STATEFULSET
+from manager.controllers.jobkinds.tfjob import TFJOB
 from manager.controllers.jobkinds.trainjob import TRAINJOB
+from manager.controllers.jobkinds.xgboostjob import XGBOOSTJOB
 
 KINDS: dict[str, JobKind] = {
     "batch/job": BATCH_JOB,
     "jobset.x-k8s.io/jobset": JOBSET,
     "ray.io/raycluster": RAYCLUSTER,
+    "ray.io/rayjob": RAYJOB,
     "trainer.kubeflow.org/trainjob": TRAINJOB,
     "kubeflow.org/pytorchjob": PYTORCHJOB,
     "kubeflow.org/mpijob": MPIJOB,
+    "kubeflow.org/tfjob": TFJOB,
+    "kubeflow.org/xgboostjob": XGBOOSTJOB,
+    "kubeflow.org/paddlejob": PADDLEJOB,
+    "kubeflow.org/jaxjob": JAXJOB,
     "leaderworkerset.x-k8s.io/leaderworkerset": LEADERWORKERSET,
+    "workload.codeflare.dev/appwrapper": APPWRAPPER,
     "statefulset": STATEFULSET,
     "deployment": DEPLOYMENT,
+    "pod": POD,
 }
 """Integration name -> adapter. ``batch/job`` is always on."""
 

@@ -8,7 +8,9 @@ ClusterQueue offers a flavor matching F (same name, or same nodeLabels); and tha
 nominal quota, minus what the worker has reserved and what the manager has just sent there
 but the worker has not admitted yet, covers every resource the workload uses.
 
-Among candidates the rule is **best fit**: the worker left with the smallest share of free
+Among candidates, a worker that would have to **grow** for the workload (a flavor it uses
+there gets its nodes from an autoscaler on demand: ``growth.py``) comes after every one that
+would not; then the rule is **best fit**: the worker left with the smallest share of free
 quota in the scarcest requested resource after placing the job (so large holes stay
 available for large jobs), then the one with the fewest of our workloads still waiting to be
 admitted there, then MultiKueueConfig order.
@@ -25,7 +27,7 @@ from manager.api.view import at, items
 
 Obj = dict[str, Any]
 ResourceUsage = Mapping[str, int]
-RULE = "best fit, then fewest waiting, then config order"
+RULE = "growing workers last, then best fit, then fewest waiting, then config order"
 """``choose``'s rule in words: what placements record and ``kfed whatif`` prints."""
 
 
@@ -44,6 +46,9 @@ class Candidate:
     never: bool = False
     """It cannot hold the workload as the worker is configured now (no such queue or flavor,
     or less nominal quota than requested), as opposed to not now (full, unreachable)."""
+    grows: str = ""
+    """What must make nodes there for it (``NodePool h100-cloud``): it would have to grow,
+    so it comes after every fitting worker that would not ("": it runs on nodes it has)."""
 
     def describe(self) -> str:
         return f"{self.cluster}: {self.reason}"
@@ -70,6 +75,8 @@ class WorkerView:
     """(worker ClusterQueue, worker flavor, resource) -> usage sent but not admitted yet."""
     waiting: int = 0
     order: int = 0
+    grows: Mapping[str, str] = field(default_factory=dict)
+    """Worker flavor -> the NodePool that makes its nodes on demand (``growth.py``)."""
 
 
 def _quotas(cq: Obj) -> dict[str, dict[str, int]]:
@@ -227,14 +234,17 @@ def evaluate(worker: WorkerView, request: Request, manager_flavors: Mapping[str,
         if nominal > 0:
             tightest = min(tightest, (available - amount) / nominal)
     summary = ", ".join(f"{_fmt(r, v)} {r} free" for r, v in sorted(free.items()))
+    pools = sorted({worker.grows[f] for f in mapping.values() if f in worker.grows})
+    grows = ", ".join(f"NodePool {p}" for p in pools)
     return Candidate(
         worker.name,
         True,
-        f"fits in {cq_name} ({summary})",
+        f"fits in {cq_name} ({summary})" + (f", nodes on demand from {grows}" if grows else ""),
         cq_name,
         mapping,
         free,
         (tightest, worker.waiting, worker.order),
+        grows=grows,
     )
 
 
@@ -246,7 +256,7 @@ def never_placeable(candidates: list[Candidate]) -> bool:
 
 def choose(candidates: list[Candidate]) -> Candidate | None:
     fitting = [c for c in candidates if c.fits]
-    return min(fitting, key=lambda c: (c.score, c.cluster)) if fitting else None
+    return min(fitting, key=lambda c: (bool(c.grows), c.score, c.cluster)) if fitting else None
 
 
 def _fmt(resource: str, units: int) -> str:

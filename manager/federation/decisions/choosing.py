@@ -19,8 +19,8 @@ turns the verdicts into actions.
 
 1. candidates not tried since the last full round; when none of them fits and some were
    tried, a new round starts with every candidate;
-2. the best fitting one (``capacity.choose``: best fit, then fewest waiting, then config
-   order) gets the copy (``PLACE``);
+2. the best fitting one (``capacity.choose``: growing workers last, then best fit, then
+   fewest waiting, then config order) gets the copy (``PLACE``);
 3. none fits now, and some worker might later: wait for capacity (``PENDING``);
 4. every worker says it can never hold it as configured: keep the manager quota for
    ``dispatch_deadline`` from when this was first seen (``PENDING``), then give the quota

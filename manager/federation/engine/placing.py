@@ -25,6 +25,7 @@ from manager.federation.decisions import (
     deviceneed,
     devices,
     eligibility,
+    growth,
     many,
     placement,
     references,
@@ -103,6 +104,9 @@ class PlacingReader:
             in_flight=in_flight.usage,
             waiting=in_flight.waiting,
             order=order,
+            grows=growth.grown_flavors(
+                remote.informers["resourceflavors"].cache, remote.node_pools()
+            ),
         )
 
     def ineligible(

@@ -1,5 +1,4 @@
-"""The manager's mutating admission webhook for every kind of job kfed queues (``batch/v1``
-Job, JobSet, RayCluster: ``controllers/jobkinds``); Jobs below stand for all of them.
+"""The manager's mutating admission webhook for every kind of job kfed queues (Jobs below).
 
 A Job submitted to the manager in a queue whose ClusterQueue uses the MultiKueue admission
 check must never run there: kfed runs it on a worker. So, like upstream Kueue's
@@ -11,8 +10,8 @@ that names a queue, so that nothing starts before admission.
 It refuses what would break that promise, with a readable reason: a Job that claims
 ``managedBy: kueue.x-k8s.io/multikueue`` in a queue with no MultiKueue check (nothing would
 ever run it, and it would hold its quota forever), and, as upstream Kueue's Job webhook does,
-a change of the queue (or prebuilt-workload) label of a Job that is not suspended (adding a
-queue to a running Job would queue, and place elsewhere, a Job that already runs here).
+a change of the queue (or prebuilt-workload) label of a Job that is not suspended (it would
+be placed elsewhere while it runs here), and what its kind's upstream webhook refuses.
 
 Three layers, each testable on its own:
 
@@ -111,6 +110,9 @@ def review_job(
             f"{k.resource.api_version} {k.resource.kind}" for k in jobkinds.KINDS.values()
         )
         return _malformed(f"expected a kind of job kfed queues ({known}), got kind {kind!r}")
+    job_obj = dict(obj) if isinstance(obj := request.get("object"), Mapping) else {}
+    if job_obj and not job_kind.manages(job_obj):  # a pod its controller made: its owner's
+        return Verdict(allowed=True)
     operation = request.get("operation")
     if operation == "UPDATE":
         return review_job_update(request, uses_multikueue, job_kind)
@@ -138,6 +140,8 @@ def review_job(
             allowed=False, message=NOT_READY_MESSAGE, code=503, retry_after_seconds=NOT_READY_RETRY
         )
 
+    if refused := job_kind.refusal(dict(job)):
+        return Verdict(allowed=False, message=refused)
     patch: list[dict[str, Any]] = []
     patched = copy.deepcopy(dict(job))  # as the patch so far leaves it
     if not job_kind.is_suspended(patched):

@@ -193,6 +193,7 @@ class RemoteCluster(RemoteObjects):
             await self.ensure_namespace(self.settings.namespace)
             await self._follow_served_kinds()
             await self._follow_devices()
+            await self._follow_node_pools()
         async with asyncio.timeout(30):
             await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
         if self.state.lost_since is not None and self.on_reconnect is not None:
@@ -244,6 +245,7 @@ class RemoteCluster(RemoteObjects):
                 async with asyncio.timeout(self.settings.request_timeout * 2):
                     await self._follow_served_kinds()
                     await self._follow_devices()
+                    await self._follow_node_pools()
             await asyncio.sleep(self.settings.lease_renew_period)
 
     async def _renew(self) -> None:

@@ -12,16 +12,23 @@ from dataclasses import dataclass, field
 
 from manager.api import constants as C
 from manager.api.view import annotations_of, at
+from manager.controllers.jobkinds.appwrapper import APPWRAPPER
 from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.informers import JobInformers
+from manager.controllers.jobkinds.jaxjob import JAXJOB
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.controllers.jobkinds.leaderworkerset import LEADERWORKERSET
 from manager.controllers.jobkinds.mpijob import MPIJOB
+from manager.controllers.jobkinds.paddlejob import PADDLEJOB
+from manager.controllers.jobkinds.pod import POD
 from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.rayjob import RAYJOB
 from manager.controllers.jobkinds.serving import DEPLOYMENT, STATEFULSET
+from manager.controllers.jobkinds.tfjob import TFJOB
 from manager.controllers.jobkinds.trainjob import TRAINJOB
+from manager.controllers.jobkinds.xgboostjob import XGBOOSTJOB
 from manager.federation.settings import (
     SHIM_HEARTBEAT_LEASE,
     SHIM_MODE_ANNOTATION,
@@ -41,12 +48,19 @@ FEDERATED_KINDS: tuple[JobKind, ...] = (
     BATCH_JOB,
     JOBSET,
     RAYCLUSTER,
+    RAYJOB,
     TRAINJOB,
     PYTORCHJOB,
     MPIJOB,
+    TFJOB,
+    XGBOOSTJOB,
+    PADDLEJOB,
+    JAXJOB,
     LEADERWORKERSET,
+    APPWRAPPER,
     STATEFULSET,
     DEPLOYMENT,
+    POD,
 )
 """The kinds of job kfed places on workers; a worker gets one of them only while it serves
 that kind (its CRD is installed there)."""
@@ -199,6 +213,21 @@ class RemoteObjects:
             self.informers[name] = informer
             self._tasks.append(asyncio.create_task(informer.run(), name=f"{self.name}/{name}"))
         log.info("worker %s serves %s: following its devices", self.name, R.RESOURCE_SLICES.group)
+
+    def node_pools(self) -> list[Obj]:
+        """Its Karpenter NodePools ([]: it runs no Karpenter): which flavors grow there."""
+        informer = self.informers.get("nodepools")
+        return informer.items() if informer is not None else []
+
+    async def _follow_node_pools(self) -> None:
+        """Follow its NodePools once it serves karpenter.sh/v1 (discovery, as for devices)."""
+        if "nodepools" in self.informers or not await discovery.serves(self.api, R.NODE_POOLS):
+            return
+        informer = Informer(self.api, R.NODE_POOLS)
+        informer.subscribe(lambda _: self._capacity_changed())
+        self.informers["nodepools"] = informer
+        self._tasks.append(asyncio.create_task(informer.run(), name=f"{self.name}/nodepools"))
+        log.info("worker %s serves %s: following its NodePools", self.name, R.NODE_POOLS.group)
 
     def _devices_changed(self) -> None:
         self.device_generation += 1

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from manager.api import constants as C
+from manager.federation.decisions import capacity
 from manager.federation.settings import PLACEMENT_ANNOTATION
 from tests import builders
 from tests.builders import T0
@@ -115,7 +116,7 @@ def placement(cluster: str, candidates: list[str]) -> dict[str, str]:
             {
                 "cluster": cluster,
                 "reason": "fits in worker-cq (4 nvidia.com/gpu free)",
-                "rule": "best fit, then fewest waiting, then config order",
+                "rule": capacity.RULE,
                 "candidates": candidates,
                 "at": 1704067260.0,
             }

@@ -160,7 +160,9 @@ def test_explain_why_it_runs_there_from_a_job_name(kfed: Kfed, workloads_ns: str
     lines = _squeezed(result.stdout)
     assert f"Workload {workloads_ns}/placed (Job heavy-job)" in lines
     assert "Why: runs on worker-2: fits in worker-cq (4 nvidia.com/gpu free)" in lines
-    assert "Rule: best fit, then fewest waiting, then config order" in lines
+    assert (
+        "Rule: growing workers last, then best fit, then fewest waiting, then config order" in lines
+    )
     assert "-> worker-2: fits in worker-cq (4 nvidia.com/gpu free)" in lines
     assert "worker-1: ClusterQueue worker-cq has no flavor matching h100" in lines
 
@@ -169,8 +171,9 @@ def test_explain_something_missing_fails_with_a_hint(kfed: Kfed, workloads_ns: s
     result = kfed("explain", f"{workloads_ns}/nothing-here")
     assert result.exit_code == 1
     assert result.stderr == (
-        "error: no Workload or job (Job, JobSet, RayCluster, TrainJob, PyTorchJob, MPIJob, "
-        f"LeaderWorkerSet, StatefulSet, Deployment) "
+        "error: no Workload or job (Job, JobSet, RayCluster, RayJob, TrainJob, PyTorchJob, "
+        "MPIJob, TFJob, XGBoostJob, PaddleJob, JAXJob, LeaderWorkerSet, AppWrapper, StatefulSet, "
+        f"Deployment, Pod) "
         f"{workloads_ns}/nothing-here on the manager; see `kfed workloads -n {workloads_ns}`\n"
     )
 

@@ -16,6 +16,7 @@ from manager.controllers.runtime import ClusterController
 from manager.controllers.settings import ControllerSettings
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
+from tests.integration.controllers import builders as b
 
 
 @dataclass
@@ -79,3 +80,17 @@ async def cluster_objects(api: KubeApi) -> AsyncIterator[list[tuple[R.Resource, 
     yield created
     for res, name in reversed(created):
         await api.delete(res, name)
+
+
+async def h100_queue(
+    api: KubeApi, ns: str, cluster_queue: str, *, gpus: int, cleanup: list[tuple[R.Resource, str]]
+) -> str:
+    """An H100 flavor of the test's own, ``cluster_queue`` with ``gpus`` of it, and the
+    LocalQueue ``q`` in ``ns`` pointing there; returns ``q``."""
+    flavor = f"h100-{cluster_queue}"
+    await create_cluster_scoped(api, R.RESOURCE_FLAVORS, b.flavor(flavor, "h100"), cleanup)
+    await create_cluster_scoped(
+        api, R.CLUSTER_QUEUES, b.cluster_queue(cluster_queue, flavor, gpus=gpus), cleanup
+    )
+    await api.create(R.LOCAL_QUEUES, b.local_queue(ns, "q", cluster_queue), ns)
+    return "q"

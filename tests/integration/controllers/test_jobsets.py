@@ -17,9 +17,11 @@ from manager.controllers.jobkinds.jobset import JOBSETS, JobSetKind
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
-from tests.integration.controllers import builders as b
 from tests.integration.controllers.builders import jobset
-from tests.integration.controllers.conftest import StartController, create_cluster_scoped
+from tests.integration.controllers.conftest import (
+    StartController,
+    h100_queue,
+)
 from tests.integration.controllers.helpers import condition, install_crds
 
 pytestmark = pytest.mark.full
@@ -45,13 +47,7 @@ def templates(js: Obj) -> dict[str, Obj]:
 @pytest.fixture
 async def gpu_queue(api: KubeApi, ns: str, unique: str, cluster_objects: list[Any]) -> str:
     await install_crds(api, operators.JOBSET, JOBSETS)
-    fl = f"h100-{unique}"
-    await create_cluster_scoped(api, R.RESOURCE_FLAVORS, b.flavor(fl, "h100"), cluster_objects)
-    await create_cluster_scoped(
-        api, R.CLUSTER_QUEUES, b.cluster_queue(f"js-{unique}", fl, gpus=4), cluster_objects
-    )
-    await api.create(R.LOCAL_QUEUES, b.local_queue(ns, "q", f"js-{unique}"), ns)
-    return "q"
+    return await h100_queue(api, ns, f"js-{unique}", gpus=4, cleanup=cluster_objects)
 
 
 async def test_a_jobset_is_admitted_whole_with_its_flavor_in_every_pod_set(

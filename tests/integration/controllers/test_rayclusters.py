@@ -17,7 +17,10 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.controllers import builders as b
-from tests.integration.controllers.conftest import StartController, create_cluster_scoped
+from tests.integration.controllers.conftest import (
+    StartController,
+    h100_queue,
+)
 from tests.integration.controllers.helpers import install_crds
 
 pytestmark = pytest.mark.full
@@ -32,12 +35,7 @@ async def test_a_raycluster_is_admitted_with_its_head_and_workers_together(
     start_controller: StartController,
 ) -> None:
     await install_crds(api, operators.KUBERAY, RAYCLUSTERS)
-    fl = f"h100-{unique}"
-    await create_cluster_scoped(api, R.RESOURCE_FLAVORS, b.flavor(fl, "h100"), cluster_objects)
-    await create_cluster_scoped(
-        api, R.CLUSTER_QUEUES, b.cluster_queue(f"ray-{unique}", fl, gpus=2), cluster_objects
-    )
-    await api.create(R.LOCAL_QUEUES, b.local_queue(ns, "q", f"ray-{unique}"), ns)
+    await h100_queue(api, ns, f"ray-{unique}", gpus=2, cleanup=cluster_objects)
     await start_controller()
     await api.create(RAYCLUSTERS, b.raycluster(ns, "ray", "q", gpu_workers=2), ns)
 

@@ -347,7 +347,11 @@ async def test_a_federation_runs_on_the_deployed_service_accounts_alone(
         assert cannot(kc["manager"], "create", "namespaces")
         assert cannot(kc["remote"], "get", "secrets", "-n", ns)
         assert cannot(kc["remote"], "patch", "workloads.kueue.x-k8s.io", "-A")
-        assert cannot(kc["remote"], "create", "pods", "-n", queues.jobs_namespace)
+        # It creates pods (plain Pods are federated), never reads their logs or execs into them.
+        assert cannot(kc["remote"], "get", "pods", "--subresource=log", "-n", queues.jobs_namespace)
+        assert cannot(
+            kc["remote"], "create", "pods", "--subresource=exec", "-n", queues.jobs_namespace
+        )
         assert cannot(kc["shim"], "create", "jobs.batch", "-n", queues.jobs_namespace)
         assert cannot(kc["shim"], "get", "secrets", "-n", ns)
 

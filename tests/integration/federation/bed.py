@@ -9,15 +9,16 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from e2e.local.proxy import CuttableProxy
-from e2e.waiting import wait_for
+from e2e.waiting import WaitTimeout, deadline_scale, wait_for
 from manager.api import constants as C
 from manager.cli.workerobjects import multikueue_cluster
 from manager.controllers.runtime import ClusterController
@@ -29,6 +30,7 @@ from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from manager.telemetry.metrics import Metrics
+from tests.conftest import _start
 from worker_shim.copies import ManagerCopies
 from worker_shim.fencing import Fencing, FencingSettings, ShimMode
 from worker_shim.topologyreport import TopologyReport
@@ -37,23 +39,33 @@ NAMESPACE = "kueue-system"
 CONFIG = "workers"
 CHECK = "multikueue"
 
+# Short enough that a failover takes seconds, long enough that a busy machine is no outage:
+# with 1 s requests and 3 s leases, CI on a slow 2-core machine (three beds in three test
+# processes, load ~10) saw a worker "lost: request timed out" and copies fenced for a lease
+# the manager was renewing (2026-12-07; at 2.5 s every worker was still lost now and then),
+# and with 1.5 s of grace a busy shim's fence had not landed yet when the manager moved the
+# job (the product's default is 4 s). A copy has 10 s to be admitted: at 5 s a busy shim's
+# admission came late now and then, the copy was withdrawn and placed again (its DRA
+# templates with it), churn that made the loaded machine busier still.
 FAST = FederationSettings(
     namespace=NAMESPACE,
-    admission_timeout=5.0,
+    admission_timeout=10.0,
     gc_interval=2.0,
-    request_timeout=1.0,
+    request_timeout=5.0,
     reconnect_initial=0.2,
     reconnect_max=1.0,
-    lease_duration=3.0,
+    lease_duration=5.0,
     lease_renew_period=0.5,
-    fence_grace=1.5,
+    fence_grace=3.0,
     worker_lost_timeout=8.0,
     # Most scenarios measure fast failover; the at-most-once default has its own tests
     # (test_never_twice_never_stuck.py, test_policies.py) that set it.
     failover_policy=FailoverPolicy.FAST,
 )
+WORKERS_CONNECTED_WAIT = 10.0
+"""Seconds a started manager is given to connect to the bed's workers (``Bed.start_manager``)."""
 FAST_FENCING = FencingSettings(
-    namespace=NAMESPACE, heartbeat_period=0.5, heartbeat_duration=3, check_period=0.1
+    namespace=NAMESPACE, heartbeat_period=0.5, heartbeat_duration=5, check_period=0.1
 )
 FAST_FENCE_ONLY = dataclasses.replace(FAST_FENCING, mode=ShimMode.FENCE_ONLY, kueue_wait=0.5)
 FAST_CONTROLLERS = ControllerSettings(status_period=0.2, requeue_base_seconds=0.2)
@@ -66,6 +78,31 @@ def proxied_kubeconfig(fed: LocalFederation, worker: str, proxy: CuttableProxy) 
     config = yaml.safe_load(fed.kubeconfig(worker).read_text())
     config["clusters"][0]["cluster"]["server"] = proxy.url
     return yaml.safe_dump(config)
+
+
+@contextlib.contextmanager
+def federation_of_its_own(
+    fed: LocalFederation,
+) -> Iterator[tuple[LocalFederation, dict[str, CuttableProxy]]]:
+    """A module's own federation: started, kfed's CRDs on every cluster, a cuttable proxy to
+    each worker, the workers registered on the manager; all stopped afterwards."""
+    proxies: dict[str, CuttableProxy] = {}
+    _start(fed)
+    try:
+        for cluster in fed:
+            install_crds(cluster)
+        proxies = {w.name: CuttableProxy(w.ports.apiserver).start() for w in fed.workers}
+
+        async def register() -> None:
+            async with await KubeApi.from_kubeconfig_file(fed.kubeconfig("manager")) as api:
+                await register_workers(api, fed, proxies)
+
+        asyncio.run(register())
+        yield fed, proxies
+    finally:
+        for proxy in proxies.values():
+            proxy.stop()
+        fed.down()
 
 
 async def register_workers(
@@ -144,7 +181,7 @@ class Bed:
             fence = Fencing(api, shim.state, FAST_FENCING)
             self.fencing[worker] = fence
             self._start(f"fencing/{worker}", fence.run())
-        await asyncio.wait_for(shim.synced.wait(), 30)
+        await asyncio.wait_for(shim.synced.wait(), 30 * deadline_scale())
         return shim
 
     async def start_fence_only(self, worker: str) -> Fencing:
@@ -156,7 +193,7 @@ class Bed:
         self.fencing[worker] = fence
         self._start(f"copies/{worker}", copies.run())
         self._start(f"fencing/{worker}", fence.run())
-        await asyncio.wait_for(copies.workloads.synced.wait(), 30)
+        await asyncio.wait_for(copies.workloads.synced.wait(), 30 * deadline_scale())
         return fence
 
     async def start_federation(self) -> FederationController:
@@ -181,17 +218,37 @@ class Bed:
             self.manager_api, settings, FAST_CONTROLLERS
         )
         self._start("manager", self.manager.run())
-        await asyncio.wait_for(self.manager.ready.wait(), 30)
+        await asyncio.wait_for(self.manager.ready.wait(), 30 * deadline_scale())
+        await self._workers_connected(self.manager)
         if self.webhook is None:
             self.webhook = ManagerWebhook(self.manager_api, register_url_host="127.0.0.1")
             self._start("webhook", self.webhook.run())
-            await asyncio.wait_for(self.webhook.started.wait(), 30)
+            await asyncio.wait_for(self.webhook.started.wait(), 30 * deadline_scale())
             await wait_for(
                 lambda: webhook_called(self.manager_api),
                 timeout=60,
                 what="the apiserver calling the manager's webhook",
             )
         return self.manager
+
+    async def _workers_connected(self, manager: FederationController) -> None:
+        """Until every registered worker of the bed behind an open proxy is connected, for a
+        while. ``ready`` means each was tried once; on a busy machine a first try can fail
+        (the next follows within a second), and a test's first job would be placed without
+        that worker ("not connected"). A barrier, not an assertion: a test whose worker
+        cannot connect goes on after the deadline."""
+
+        def connected() -> bool:
+            for name, proxy in self.proxies.items():
+                entry = manager.registry.clusters.get(name)
+                if proxy.mode != "open" or entry is None or entry.remote is None:
+                    continue  # cut by the test, or not registered (any more)
+                if not entry.remote.connected:
+                    return False
+            return True
+
+        with contextlib.suppress(WaitTimeout):
+            await wait_for(connected, timeout=WORKERS_CONNECTED_WAIT, what="workers connected")
 
     async def stop(self, name: str) -> None:
         task = self.tasks.pop(name, None)

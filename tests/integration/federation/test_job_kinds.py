@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ from manager.kube.api import KubeApi
 from tests.integration.controllers.builders import jobset, raycluster
 from tests.integration.federation import article
 from tests.integration.federation.bed import CHECK, Bed
+from tests.integration.federation.cutting import all_running, cut_until_moved
 from tests.integration.federation.runs import RunWatch
 from tests.integration.federation.test_dispatch import h100_job
 from tests.integration.federation.test_drill import kfed
@@ -111,11 +113,7 @@ async def running_jobset(bed: Bed, name: str, *, delay_ms: int) -> tuple[str, st
     await api.create(JOBSET.resource, body, NS)
     first = await wait_for(lambda: placed_on(api, JOBSET, name), timeout=60, what="placed")
     assert first is not None
-
-    async def running_there() -> bool:
-        return await jobset_pods(bed.worker_apis[first], name) == 5
-
-    await wait_for(running_there, timeout=90, what=f"all 5 pods running on {first}")
+    await all_running(bed, first, lambda worker: jobset_pods(worker, name), 5)
     return first, other_h100(first)
 
 
@@ -255,16 +253,12 @@ async def test_a_running_jobset_cut_off_with_its_worker_is_fenced_and_runs_once_
     api = bed.manager_api
     async with RunWatch(bed.worker_apis, NS, label=JOBSET_POD_LABEL) as runs:
         first, other = await running_jobset(bed, "cut", delay_ms=25_000)
-        bed.proxies[first].cut()
-        try:
 
-            async def running_elsewhere() -> bool:
-                return await jobset_pods(bed.worker_apis[other], "cut") == 5
+        def count(worker: KubeApi) -> Awaitable[int]:
+            return jobset_pods(worker, "cut")
 
-            await wait_for(running_elsewhere, timeout=90, what=f"all 5 pods running on {other}")
-            assert await jobset_pods(bed.worker_apis[first], "cut") == 0, "fenced there"
-        finally:
-            bed.proxies[first].heal()
+        async with cut_until_moved(bed, first, other, count, 5, what="jobset"):
+            pass
         done = await ended(api, JOBSET, "cut")
         assert done is True
     assert not runs.double_runs(), "pods of the JobSet ran on two workers at once"

@@ -8,6 +8,7 @@ copy to zero before the other one runs it. The bed and helpers are ``test_job_ki
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.integration.federation import article
 from tests.integration.federation.bed import Bed
+from tests.integration.federation.cutting import cut_until_moved
 from tests.integration.federation.runs import RunWatch
 from tests.integration.federation.test_drill import kfed
 from tests.integration.federation.test_job_kinds import (
@@ -166,25 +168,14 @@ async def test_a_serving_leaderworkerset_cut_off_with_its_worker_serves_once_els
         assert first is not None
         other = other_h100(first)
 
-        async def running_there() -> bool:
-            return await running_pods(bed.worker_apis[first], name) == PODS
+        def count(worker: KubeApi) -> Awaitable[int]:
+            return running_pods(worker, name)
 
-        await wait_for(running_there, timeout=120, what=f"all pods running on {first}")
-        bed.proxies[first].cut()
-        cut = time.monotonic()
-        try:
-
-            async def running_elsewhere() -> bool:
-                return await running_pods(bed.worker_apis[other], name) == PODS
-
-            await wait_for(running_elsewhere, timeout=120, what=f"all pods running on {other}")
-            print(f"lws: cut -> all {PODS} pods running on {other}: {time.monotonic() - cut:.1f}s")
-            assert await running_pods(bed.worker_apis[first], name) == 0, "fenced there"
+        moving = cut_until_moved(bed, first, other, count, PODS, what="lws", timeout=120)
+        async with moving as cut:
             fenced = await bed.worker_apis[first].get(LWS.resource, name, NS)
             assert fenced["spec"]["replicas"] == 0
             assert annotations_of(fenced)[HELD_REPLICAS_ANNOTATION] == str(GROUPS)
-        finally:
-            bed.proxies[first].heal()
 
         async def moved_on_manager() -> bool:
             return await placed_on(api, LWS, name) == other and (

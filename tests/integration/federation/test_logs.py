@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from e2e.local.cluster import POD_LOG_TEMPLATE
-from e2e.waiting import wait_for
+from e2e.waiting import deadline_scale, wait_for
 from manager.cli.main import main
 from manager.controllers import workloadstatus as ws
 from manager.kube import resources as R
@@ -196,7 +196,9 @@ async def follow_until_the_pod_finished(bed: Bed, worker_api: KubeApi, pod: str)
     stdout = proc.stdout
 
     async def next_line() -> str:
-        line = (await asyncio.wait_for(stdout.readline(), 30)).decode().rstrip("\n")
+        line = (
+            (await asyncio.wait_for(stdout.readline(), 30 * deadline_scale())).decode().rstrip("\n")
+        )
         if "failed to create fsnotify watcher" in line:  # kwok's answer, as a log line
             pytest.fail(
                 f"kwok cannot follow a log on this host ({line}): every inotify instance "
@@ -212,7 +214,7 @@ async def follow_until_the_pod_finished(bed: Bed, worker_api: KubeApi, pod: str)
         assert await next_line() == f"[{pod}] epoch 1: loss 0.42 (logged while followed)"
         assert proc.returncode is None, "it follows while the pod runs"
         await finish(worker_api, pod)
-        rest, err_bytes = await asyncio.wait_for(proc.communicate(), 60)
+        rest, err_bytes = await asyncio.wait_for(proc.communicate(), 60 * deadline_scale())
         code = await proc.wait()
     finally:
         if proc.returncode is None:

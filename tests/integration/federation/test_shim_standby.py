@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 
 from e2e.local.ports import free_ports
-from e2e.waiting import wait_for
+from e2e.waiting import deadline_scale, wait_for
 from manager.api import constants as C
 from manager.controllers import workloadstatus as ws
 from manager.kube import errors
@@ -41,8 +41,12 @@ NS = article.NS
 WORKER = "worker-2"
 OTHER = "worker-3"
 """The other worker with H100s, where the copies go once worker-2 is cut off."""
-RUN_MS = 45_000
-"""How long each job's pod runs: through both handovers on worker-2."""
+RUN_MS = int(45_000 * deadline_scale())
+"""How long each job's pod runs: through both handovers on worker-2. Stretched with the
+suite's deadlines: on a loaded machine the handovers (three Python processes started) took
+longer than 45 s, ``ha-before`` finished on worker-2 before the cut, and the manager, cut off
+before it heard, rightly ran it again elsewhere (a partition cannot tell "done" from "still
+running"); the test then saw two successes where it meant to test a fence."""
 
 
 async def start_shim(
@@ -166,6 +170,9 @@ async def test_the_standby_shim_admits_after_the_leader_is_killed_and_fencing_ne
             await maintenance(bed, OTHER, None)
             shims["b"].proc.kill()
             bed.proxies[WORKER].cut()
+            # The scenario needs both jobs still running on worker-2 when it is cut off.
+            for job in ("ha-before", "ha-after"):
+                assert not runs.succeeded_on[job], f"{job} finished before the cut: raise RUN_MS"
             await shims["b"].proc.wait()
             jobs = ["ha-before", "ha-after"]
 

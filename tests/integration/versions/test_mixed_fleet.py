@@ -13,7 +13,6 @@ tests skip and say so."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator, Iterator
@@ -23,7 +22,6 @@ import pytest
 import yaml
 
 from e2e import binaries
-from e2e.local.crds import install_crds
 from e2e.local.federation import LocalFederation
 from e2e.local.proxy import CuttableProxy
 from e2e.waiting import wait_for
@@ -48,10 +46,10 @@ from manager.federation.settings import ALLOWED_CLUSTERS_ANNOTATION
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
-from tests.conftest import _start, _state_root
+from tests.conftest import _state_root
 from tests.integration.controllers.builders import jobset, raycluster
 from tests.integration.federation import article
-from tests.integration.federation.bed import CHECK, Bed, register_workers
+from tests.integration.federation.bed import CHECK, Bed, federation_of_its_own
 from tests.integration.federation.runs import RunWatch
 from tests.integration.federation.test_job_kinds import example
 
@@ -101,22 +99,8 @@ def mixed(
         versions="newest",
         cluster_versions={"worker-1": "pinned", "worker-3": "pinned"},
     )
-    _start(fed)
-    try:
-        for cluster in fed:
-            install_crds(cluster)
-        proxies = {w.name: CuttableProxy(w.ports.apiserver).start() for w in fed.workers}
-
-        async def register() -> None:
-            async with await KubeApi.from_kubeconfig_file(fed.kubeconfig("manager")) as api:
-                await register_workers(api, fed, proxies)
-
-        asyncio.run(register())
-        yield fed, proxies
-    finally:
-        for proxy in locals().get("proxies", {}).values():
-            proxy.stop()
-        fed.down()
+    with federation_of_its_own(fed) as running:
+        yield running
 
 
 @pytest.fixture

@@ -161,8 +161,8 @@ def test_an_unsafe_worker_kubeconfig_is_refused_before_connecting(tmp_path: Path
 
 
 def test_a_file_that_is_not_a_job_is_refused_before_connecting(tmp_path: Path) -> None:
-    path = tmp_path / "pod.yaml"
-    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
+    path = tmp_path / "service.yaml"
+    path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: p}\n")
     for command in ("submit", "whatif"):
         code, _, stderr = _invoke(command, str(path), "--kubeconfig", str(tmp_path / "none"))
         assert code == EXIT_USAGE

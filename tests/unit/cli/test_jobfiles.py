@@ -11,11 +11,18 @@ from e2e.examples import JOBS
 from manager.api import constants as C
 from manager.cli.common import EXIT_USAGE, CliError
 from manager.cli.jobfiles import display_name, parse_jobs, prepare
+from manager.controllers.jobkinds.appwrapper import APPWRAPPER
+from manager.controllers.jobkinds.jaxjob import JAXJOB
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.controllers.jobkinds.mpijob import MPIJOB
+from manager.controllers.jobkinds.paddlejob import PADDLEJOB
+from manager.controllers.jobkinds.pod import POD
 from manager.controllers.jobkinds.pytorchjob import PYTORCHJOB
 from manager.controllers.jobkinds.raycluster import RAYCLUSTER
+from manager.controllers.jobkinds.rayjob import RAYJOB
 from manager.controllers.jobkinds.serving import DEPLOYMENT, STATEFULSET
+from manager.controllers.jobkinds.tfjob import TFJOB
+from manager.controllers.jobkinds.xgboostjob import XGBOOSTJOB
 
 LIGHT_JOB = textwrap.dedent(
     """
@@ -65,13 +72,15 @@ def test_several_documents_parse_in_order() -> None:
     ("text", "expected"),
     [
         (
-            "kind: Pod\napiVersion: v1\nmetadata: {name: p}\n",
-            "is a Pod (v1), not a kind of job kfed queues (batch/v1 Job, "
-            "jobset.x-k8s.io/v1alpha2 JobSet, ray.io/v1 RayCluster, "
+            "kind: Service\napiVersion: v1\nmetadata: {name: p}\n",
+            "is a Service (v1), not a kind of job kfed queues (batch/v1 Job, "
+            "jobset.x-k8s.io/v1alpha2 JobSet, ray.io/v1 RayCluster, ray.io/v1 RayJob, "
             "trainer.kubeflow.org/v1alpha1 TrainJob, kubeflow.org/v1 PyTorchJob, "
-            "kubeflow.org/v2beta1 MPIJob, "
-            "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet, apps/v1 StatefulSet, "
-            "apps/v1 Deployment)",
+            "kubeflow.org/v2beta1 MPIJob, kubeflow.org/v1 TFJob, kubeflow.org/v1 XGBoostJob, "
+            "kubeflow.org/v1 PaddleJob, kubeflow.org/v1 JAXJob, "
+            "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet, "
+            "workload.codeflare.dev/v1beta2 AppWrapper, apps/v1 StatefulSet, "
+            "apps/v1 Deployment, v1 Pod)",
         ),
         (
             "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js}\n",
@@ -178,18 +187,28 @@ def test_the_job_examples_parse_with_their_pod_sets() -> None:
         [doc] = parse_jobs(path.read_text(), str(path))
         found[doc["kind"]] = doc
     assert set(found) == {
-        *("JobSet", "TrainJob", "RayCluster", "PyTorchJob", "MPIJob", "LeaderWorkerSet"),
-        *("StatefulSet", "Deployment"),
+        *("JobSet", "TrainJob", "RayCluster", "RayJob", "PyTorchJob", "MPIJob", "LeaderWorkerSet"),
+        *("TFJob", "XGBoostJob", "PaddleJob", "JAXJob"),
+        *("StatefulSet", "Deployment", "AppWrapper", "Pod"),
     }
     jobset = JOBSET.pod_sets(found["JobSet"])
     assert [(ps.name, ps.count) for ps in jobset] == [("driver", 1), ("workers", 4)]
     ray = RAYCLUSTER.pod_sets(found["RayCluster"])
     assert [(ps.name, ps.count) for ps in ray] == [("head", 1), ("gpu", 2)]
+    rayjob = RAYJOB.pod_sets(found["RayJob"])
+    assert [(ps.name, ps.count) for ps in rayjob] == [("head", 1), ("gpu", 2), ("submitter", 1)]
     assert found["TrainJob"]["spec"]["trainer"]["numNodes"] == 2
     pytorch = PYTORCHJOB.pod_sets(found["PyTorchJob"])
     assert [(ps.name, ps.count) for ps in pytorch] == [("master", 1), ("worker", 2)]
     mpi = MPIJOB.pod_sets(found["MPIJob"])
     assert [(ps.name, ps.count) for ps in mpi] == [("launcher", 1), ("worker", 2)]
+    for kubeflow, first in ((TFJOB, "chief"), (XGBOOSTJOB, "master"), (PADDLEJOB, "master")):
+        pods = kubeflow.pod_sets(found[kubeflow.resource.kind])
+        assert [(ps.name, ps.count) for ps in pods] == [(first, 1), ("worker", 2)]
+    assert [(ps.name, ps.count) for ps in JAXJOB.pod_sets(found["JAXJob"])] == [("worker", 3)]
+    wrapped = APPWRAPPER.pod_sets(found["AppWrapper"])
+    assert [(ps.name, ps.count) for ps in wrapped] == [("appwrapper-h100-0", 2)]
     for kind, count in ((STATEFULSET, 3), (DEPLOYMENT, 2)):
         pods = kind.pod_sets(found[kind.resource.kind])
         assert [(ps.name, ps.count) for ps in pods] == [("main", count)]
+    assert [(ps.name, ps.count) for ps in POD.pod_sets(found["Pod"])] == [("main", 1)]

@@ -38,7 +38,7 @@ RESERVED = workload(
 DECISION = {
     "cluster": "worker-2",
     "reason": "fits in worker-cq (8 nvidia.com/gpu free)",
-    "rule": "best fit, then fewest waiting, then config order",
+    "rule": "growing workers last, then best fit, then fewest waiting, then config order",
     "candidates": [
         "worker-1: ClusterQueue worker-cq has no flavor matching h100",
         "worker-2: fits in worker-cq (8 nvidia.com/gpu free)",

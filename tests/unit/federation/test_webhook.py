@@ -198,7 +198,10 @@ def test_the_lookup_is_not_consulted_for_jobs_without_a_queue() -> None:
 @pytest.mark.parametrize(
     ("req", "problem"),
     [
-        ({**request(job()), "kind": {"group": "", "version": "v1", "kind": "Pod"}}, "batch/v1 Job"),
+        (
+            {**request(job()), "kind": {"group": "", "version": "v1", "kind": "Secret"}},
+            "batch/v1 Job",
+        ),
         ({**request(job()), "kind": "Job"}, "batch/v1 Job"),
         (request(job(), operation="DELETE"), "only CREATE and UPDATE"),
         (request(None), "no Job object"),
@@ -476,12 +479,19 @@ def test_the_configuration_sends_only_queued_job_creations_and_fails_closed() ->
             ("batch", "v1", "jobs"),
             ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
             ("ray.io", "v1", "rayclusters"),
+            ("ray.io", "v1", "rayjobs"),
             ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
             ("kubeflow.org", "v1", "pytorchjobs"),
             ("kubeflow.org", "v2beta1", "mpijobs"),
+            ("kubeflow.org", "v1", "tfjobs"),
+            ("kubeflow.org", "v1", "xgboostjobs"),
+            ("kubeflow.org", "v1", "paddlejobs"),
+            ("kubeflow.org", "v1", "jaxjobs"),
             ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+            ("workload.codeflare.dev", "v1beta2", "appwrappers"),
             ("apps", "v1", "statefulsets"),
             ("apps", "v1", "deployments"),
+            ("", "v1", "pods"),
         )
     ]
     assert hook["objectSelector"] == {

@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from manager.kube import errors
 from manager.kube.api import KubeApi
 
 SERVER = "https://apiserver.example.test:6443"
@@ -78,3 +79,12 @@ async def test_without_a_proxy_nothing_is_set() -> None:
         assert session_of(api).trust_env is False
     finally:
         await api.close()
+
+
+async def test_a_request_on_a_closed_connection_is_an_unreachable_cluster() -> None:
+    """Not aiohttp's bare RuntimeError ("Session is closed"): a task still holding a replaced
+    worker connection must see what every caller handles, an unreachable cluster."""
+    api = await api_for()
+    await api.close()
+    with pytest.raises(errors.Unreachable, match="its connection is closed"):
+        await api._send("GET", "/api")

@@ -199,7 +199,7 @@ def test_an_admitted_workload_says_why_it_went_there() -> None:
     decision = {
         "cluster": "worker-1",
         "reason": "fits in gpu-cq (1 nvidia.com/gpu free)",
-        "rule": "best fit, then fewest waiting, then config order",
+        "rule": "growing workers last, then best fit, then fewest waiting, then config order",
         "candidates": ["worker-1: fits", "worker-2: no flavor matching rtx-a1000"],
         "at": CREATED_AT,
     }
