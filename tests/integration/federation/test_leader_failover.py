@@ -9,9 +9,12 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,19 +113,28 @@ async def test_e_kill_the_leader_during_200_jobs_every_job_completes_once(articl
     bed = article_bed
     for worker in ("worker-2", "worker-3"):
         await bed.start_shim(worker)
-    # Succeeded pods per job, across workers, seen by watching the workers directly.
+    # Succeeded pods per job, across workers, seen by watching the workers directly; and
+    # each pod's story, which a failure prints (which worker, which Job made it, when).
     succeeded: dict[str, set[str]] = defaultdict(set)
     clusters_of: dict[str, set[str]] = defaultdict(set)
+    stories: dict[str, dict[str, PodStory]] = defaultdict(dict)
+    began = time.monotonic()
     pod_informers = []
     for worker, wapi in bed.worker_apis.items():
         informer = Informer(wapi, R.PODS, namespace=NS)
 
         def on_pod(event: Event, worker: str = worker) -> None:
             job = (event.obj["metadata"].get("labels") or {}).get("job-name")
-            if job and (event.obj.get("status") or {}).get("phase") in ("Running", "Succeeded"):
+            if not job:
+                return
+            phase = (event.obj.get("status") or {}).get("phase")
+            uid = event.obj["metadata"]["uid"]
+            story = stories[job].setdefault(uid, PodStory(worker, owner_uid(event.obj)))
+            story.saw(f"{event.type}:{phase}", time.monotonic() - began)
+            if phase in ("Running", "Succeeded"):
                 clusters_of[job].add(worker)
-            if job and (event.obj.get("status") or {}).get("phase") == "Succeeded":
-                succeeded[job].add(event.obj["metadata"]["uid"])
+            if phase == "Succeeded":
+                succeeded[job].add(uid)
 
         informer.subscribe(on_pod)
         pod_informers.append(asyncio.create_task(informer.run()))
@@ -160,16 +172,20 @@ async def test_e_kill_the_leader_during_200_jobs_every_job_completes_once(articl
         )
         procs["m1"].kill()  # SIGKILL: no release, no cleanup
         await procs["m1"].wait()
+        killed = time.monotonic() - began
         await wait_for(lambda: _is(leader(api), "m2"), timeout=90, what="m2 takes over")
+        took_over = time.monotonic() - began
         await wait_for(
             lambda: _at_least(done_count(), JOBS),
             timeout=600,
             interval=1.0,
             what="all jobs complete",
         )
-        assert all(len(succeeded[n]) == 1 for n in names), {
-            n: len(succeeded[n]) for n in names if len(succeeded[n]) != 1
-        }
+        twice = {n: len(succeeded[n]) for n in names if len(succeeded[n]) != 1}
+        assert not twice, (
+            f"{twice}; m1 killed at {killed:.1f}s, m2 led at {took_over:.1f}s; their pods: "
+            + "; ".join(f"{n}: {stories[n]}" for n in twice)
+        )
         assert all(len(clusters_of[n]) == 1 for n in names), "a job ran on two workers"
     finally:
         for proc in procs.values():
@@ -179,6 +195,24 @@ async def test_e_kill_the_leader_during_200_jobs_every_job_completes_once(articl
         for task in pod_informers:
             task.cancel()
         await webhookconfig.delete_webhook_configuration(api, "kfed-manager")
+
+
+@dataclass
+class PodStory:
+    """One pod of a job as the test saw it: where, made by which Job, and its events
+    (type:phase at seconds since the test began)."""
+
+    worker: str
+    job_uid: str
+    events: list[str] = field(default_factory=list)
+
+    def saw(self, what: str, at: float) -> None:
+        if not self.events or not self.events[-1].startswith(what + "@"):
+            self.events.append(f"{what}@{at:.1f}")
+
+
+def owner_uid(pod: dict[str, Any]) -> str:
+    return next((o["uid"] for o in pod["metadata"].get("ownerReferences") or []), "")
 
 
 async def _is(value: object, expected: str) -> bool:

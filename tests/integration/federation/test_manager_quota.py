@@ -29,7 +29,7 @@ from manager.federation.decisions import managerquota as mq
 from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
-from tests.integration.federation.article import force_delete_pods
+from tests.integration.emptying import empty_namespace
 from tests.integration.federation.bed import Bed
 
 pytestmark = pytest.mark.full
@@ -124,20 +124,10 @@ async def create_all(api: KubeApi, objects: list[tuple[R.Resource, Obj]]) -> Non
 
 
 async def delete_all(api: KubeApi, objects: list[tuple[R.Resource, Obj]]) -> None:
-    await api.delete(R.NAMESPACES, NS)
-    await force_delete_pods(api, NS)
+    await empty_namespace(api, NS)  # kept, emptied: see tests/integration/emptying.py
     for res, body in reversed(objects):
         if res is not R.NAMESPACES and res is not R.LOCAL_QUEUES:
             await api.delete(res, body["metadata"]["name"])
-
-    async def gone() -> bool:
-        try:
-            await api.get(R.NAMESPACES, NS)
-        except errors.NotFound:
-            return True
-        return False
-
-    await wait_for(gone, timeout=60, what=f"namespace {NS} gone from {api.name}")
 
 
 async def _on_every_cluster(fed: LocalFederation, create: bool) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from e2e.bench.federation.doublerun import RunningPods
 from e2e.examples import JOBS
 from e2e.waiting import wait_for
 from manager.api import constants as C
@@ -73,6 +74,14 @@ async def running_on(bed: Bed, worker: str, name: str, since: float) -> float:
 
     await wait_for(there, timeout=90, interval=0.1, what=f"pod {name} running on {worker}")
     return time.monotonic() - since
+
+
+def seen_moved(runs: RunWatch, name: str, first: str, other: str) -> RunningPods | None:
+    """The pod's runs once the watch has seen it stop on ``first`` and run on ``other``."""
+    run = runs.runs.get(name)
+    if run and first in run.stopped_at and other in run.first_running_at:
+        return run
+    return None
 
 
 async def manager_phase(api: KubeApi, name: str) -> str | None:
@@ -171,7 +180,13 @@ async def test_a_plain_pod_cut_off_with_its_worker_is_fenced_and_runs_once_elsew
             moved = await running_on(bed, other, name, cut)
             print(f"pod: cut -> running on {other}: {moved:.1f}s")
             assert await running_pods(bed.worker_apis[first], POD, name) == 0, "fenced there"
-            run = runs.runs[name]
+            # The poll above can see the move before the watch's events arrive.
+            run = await wait_for(
+                lambda: seen_moved(runs, name, first, other),
+                timeout=30,
+                what=f"the watch saw {name} stop on {first} and run on {other}",
+            )
+            assert run is not None
             stopped, started = run.stopped_at[first], run.first_running_at[other]
             print(
                 f"pod: fenced on {first} {stopped - cut:.1f}s after the cut, "

@@ -1,0 +1,67 @@
+"""Emptying a test's namespace between tests, keeping the namespace.
+
+Deleting the namespace and waiting for it to go cost every test of the shared beds over 5 s
+of waiting: kube-controller-manager's namespace controller starts on a deleted namespace only
+5 s after it sees the deletion (its fixed ``namespaceDeletionGracePeriod``). Emptying it does
+what that controller then does, at once: every namespaced kind the API server serves
+(discovered each time, so a CRD a test installed is swept too) is deleted by collection, pods
+without a grace period (kwok's pods have no kubelet to wait for), until no kind lists any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from e2e.waiting import wait_for
+from manager.kube import errors
+from manager.kube.api import KubeApi
+
+GRACELESS = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+
+
+async def namespaced_collections(api: KubeApi) -> list[str]:
+    """The path (``{ns}`` for the namespace) of every namespaced kind that can be listed and
+    deleted by collection: what the namespace controller would sweep."""
+    groups = (await api.request("GET", "/apis")).get("groups") or []
+    bases = ["/api/v1"] + [f"/apis/{g['preferredVersion']['groupVersion']}" for g in groups]
+
+    async def kinds_of(base: str) -> list[str]:
+        try:
+            document = await api.request("GET", base)
+        except errors.KubeError:
+            return []  # an aggregated API whose server is away serves nothing to sweep
+        return [
+            f"{base}/namespaces/{{ns}}/{r['name']}"
+            for r in document.get("resources") or []
+            if r.get("namespaced")
+            and "/" not in r["name"]
+            and {"list", "deletecollection"} <= set(r.get("verbs") or ())
+        ]
+
+    found = await asyncio.gather(*(kinds_of(base) for base in bases))
+    return [path for paths in found for path in paths]
+
+
+async def empty_namespace(api: KubeApi, namespace: str, *, timeout: float = 60) -> None:
+    """Delete everything in ``namespace`` and wait until nothing is left there."""
+    paths = [p.format(ns=namespace) for p in await namespaced_collections(api)]
+
+    async def delete_all(path: str) -> None:
+        with contextlib.suppress(errors.NotFound, errors.BadRequest):
+            await api.request("DELETE", path, body=GRACELESS)
+
+    async def left(path: str) -> bool:
+        with contextlib.suppress(errors.NotFound):
+            page = await api.request("GET", path, query={"limit": 1})
+            if page.get("items"):
+                # Made again meanwhile (a Job's pod before the Job went): delete again.
+                await delete_all(path)
+                return True
+        return False
+
+    async def emptied() -> bool:
+        return not any(await asyncio.gather(*(left(p) for p in paths)))
+
+    await asyncio.gather(*(delete_all(p) for p in paths))
+    await wait_for(emptied, timeout=timeout, interval=0.2, what=f"namespace {namespace} emptied")
