@@ -12,6 +12,7 @@ printed."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -26,6 +27,7 @@ from manager.controllers.jobkinds.base import JobKind
 from manager.controllers.jobkinds.batchjob import BATCH_JOB
 from manager.controllers.jobkinds.jobset import JOBSET
 from manager.federation.settings import PLACEMENT_ANNOTATION
+from manager.kube import errors
 from manager.kube import resources as R
 from manager.kube.api import KubeApi
 from tests.conftest import REPO, _state_root
@@ -74,7 +76,9 @@ async def bed(growing: tuple[LocalFederation, dict[str, CuttableProxy]]) -> Asyn
     await _manager_quota(manager_api)
     for api in worker_apis.values():
         for res, body in article.worker_queue_objects("h100", QUOTA):
-            await api.create(res, body, body["metadata"].get("namespace"))
+            # The namespace outlives a test: emptied, not deleted (tests/integration/emptying.py).
+            with contextlib.suppress(errors.AlreadyExists):
+                await api.create(res, body, body["metadata"].get("namespace"))
     try:
         yield bed
     finally:
