@@ -72,18 +72,20 @@ async def bed(growing: tuple[LocalFederation, dict[str, CuttableProxy]]) -> Asyn
         w.name: await KubeApi.from_kubeconfig_file(w.kubeconfig, name=w.name) for w in fed.workers
     }
     bed = Bed(fed, proxies, manager_api, worker_apis)
-    await article.set_up(fed, manager_api, worker_apis, only=())
-    await _manager_quota(manager_api)
-    for api in worker_apis.values():
-        for res, body in article.worker_queue_objects("h100", QUOTA):
-            # The namespace outlives a test: emptied, not deleted (tests/integration/emptying.py).
-            with contextlib.suppress(errors.AlreadyExists):
-                await api.create(res, body, body["metadata"].get("namespace"))
-    try:
-        yield bed
+    try:  # the clients closed even when the set-up fails (left open, they fail a later test)
+        await article.set_up(fed, manager_api, worker_apis, only=())
+        await _manager_quota(manager_api)
+        for api in worker_apis.values():
+            for res, body in article.worker_queue_objects("h100", QUOTA):
+                # The namespace outlives a test: emptied, not deleted (emptying.py).
+                with contextlib.suppress(errors.AlreadyExists):
+                    await api.create(res, body, body["metadata"].get("namespace"))
+        try:
+            yield bed
+        finally:
+            await bed.stop_all()
+            await article.tear_down(manager_api, worker_apis)
     finally:
-        await bed.stop_all()
-        await article.tear_down(manager_api, worker_apis)
         await manager_api.close()
         for api in worker_apis.values():
             await api.close()
